@@ -1,0 +1,40 @@
+#include "allreduce.h"
+
+namespace strata {
+
+const char* algoName(AllreduceAlgo algo) {
+  return algo == AllreduceAlgo::Ring ? "ring" : "oneshot";
+}
+
+Status chooseAllreduce(const PlanShape& shape, uint64_t count, const AllreduceTuning& tuning,
+                       AllreduceChoice* choice) {
+  const uint64_t bytes = count * shape.elemSize;
+  const bool oneshotFits = bytes <= shape.slotBytes;
+  AllreduceAlgo algo;
+  if (tuning.forced == "ring") {
+    algo = AllreduceAlgo::Ring;
+  } else if (tuning.forced == "oneshot") {
+    if (!oneshotFits)
+      return makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
+                            "STRATA_ALGO=oneshot cannot carry %llu bytes: it needs the buffer to "
+                            "fit one slot (STRATA_SLOT_BYTES=%zu)",
+                            (unsigned long long)bytes, shape.slotBytes);
+    algo = AllreduceAlgo::OneShot;
+  } else if (!tuning.forced.empty()) {
+    return makeErrorQuiet(STRATA_ERR_INVALID_ARGUMENT,
+                          "STRATA_ALGO='%s' is not an allreduce algorithm (ring, oneshot)",
+                          tuning.forced.c_str());
+  } else {
+    algo = oneshotFits && bytes <= tuning.oneshotBytes ? AllreduceAlgo::OneShot : AllreduceAlgo::Ring;
+  }
+  // A channel per slot's worth of data at most: small rings stay on one.
+  int nch = 1;
+  if (algo == AllreduceAlgo::Ring) {
+    uint64_t slices = bytes / (shape.slotBytes * shape.nranks);
+    nch = static_cast<int>(std::max<uint64_t>(1, std::min<uint64_t>(shape.nchannels, slices)));
+  }
+  *choice = {algo, nch};
+  return Status::ok();
+}
+
+}  // namespace strata

@@ -1,0 +1,175 @@
+#include "executor.h"
+
+#include <cstring>
+
+#include "op_desc.h"
+
+namespace strata {
+namespace {
+
+// Applies the op's final transformation (avg divides the sum once, on the
+// rank that completes the sum, so every rank gets the same bits).
+void finish(void* data, size_t count, const OpContext& ctx) {
+  if (ctx.op == STRATA_AVG && ctx.nranks > 1)
+    reduce::scaleDown(data, data, count, ctx.datatype, ctx.nranks);
+}
+
+bool checkSlot(const SlotTag& got, size_t gotBytes, size_t wantBytes, int peer,
+               const OpContext& ctx, Status* error) {
+  if (got.seq == ctx.tag.seq && got.desc == ctx.tag.desc && gotBytes == wantBytes) return true;
+  OpDesc mine = OpDesc::unpack(ctx.tag.desc);
+  OpDesc theirs = OpDesc::unpack(got.desc);
+  if (got.desc != ctx.tag.desc || got.seq != ctx.tag.seq) {
+    *error = STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
+                          "mismatched collectives: rank %d called %s as operation #%llu while "
+                          "rank %d called %s as operation #%llu; every rank must issue the same "
+                          "collectives with the same count, datatype and op in the same order",
+                          peer, theirs.describe().c_str(), (unsigned long long)got.seq, ctx.rank,
+                          mine.describe().c_str(), (unsigned long long)ctx.tag.seq);
+  } else {
+    *error = STRATA_ERROR(STRATA_ERR_INTERNAL, "rank %d sent a %zu-byte chunk where %zu were expected",
+                          peer, gotBytes, wantBytes);
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* primName(Prim prim) {
+  switch (prim) {
+    case Prim::Copy: return "copy";
+    case Prim::Send: return "send";
+    case Prim::Recv: return "recv";
+    case Prim::RecvReduceSend: return "recvReduceSend";
+    case Prim::RecvReduceCopySend: return "recvReduceCopySend";
+    case Prim::RecvCopySend: return "recvCopySend";
+    case Prim::ReduceAll: return "reduceAll";
+  }
+  return "?";
+}
+
+Advance PlanExecutor::advance(const ChannelPlan& plan, size_t* cursor, const OpContext& ctx,
+                              const ChannelLinks& links, Status* error) {
+  bool moved = false;
+  while (*cursor < plan.steps.size()) {
+    StepResult r = run(plan.steps[*cursor], ctx, links, error);
+    if (r == StepResult::Failed) return Advance::Failed;
+    if (r == StepResult::NotReady) return moved ? Advance::Progressed : Advance::Blocked;
+    ++*cursor;
+    moved = true;
+  }
+  return Advance::Done;
+}
+
+PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ctx,
+                                           const ChannelLinks& links, Status* error) {
+  const size_t bytes = step.count * ctx.elemSize;
+  const char* in = ctx.input + step.offset * ctx.elemSize;
+  char* out = ctx.output + step.offset * ctx.elemSize;
+
+  if (step.prim == Prim::Copy) {
+    if (in != out) reduce::copy(out, in, bytes, ctx.streamingOutput);
+    return StepResult::Ran;
+  }
+  if (step.prim == Prim::ReduceAll) return reduceAll(step, ctx, links, error);
+
+  const void* slotIn = nullptr;
+  RecvConnector* recv = step.recvPeer >= 0 ? links.recv[step.recvPeer] : nullptr;
+  if (recv) {
+    size_t got = 0;
+    SlotTag tag;
+    slotIn = recv->peek(&got, &tag);
+    if (!slotIn) return StepResult::NotReady;
+    if (!checkSlot(tag, got, bytes, step.recvPeer, ctx, error)) return StepResult::Failed;
+  }
+  void* slotOut = nullptr;
+  SendConnector* send = step.sendPeer >= 0 ? links.send[step.sendPeer] : nullptr;
+  if (send) {
+    slotOut = send->acquire(bytes);
+    if (!slotOut) return StepResult::NotReady;
+  }
+
+  switch (step.prim) {
+    case Prim::Send:
+      std::memcpy(slotOut, in, bytes);
+      break;
+    case Prim::Recv:
+      reduce::copy(out, slotIn, bytes, ctx.streamingOutput);
+      break;
+    case Prim::RecvReduceSend:
+      ctx.reduceFn(slotOut, slotIn, in, step.count);
+      break;
+    case Prim::RecvReduceCopySend:
+      // Reduce into the (cache-hot) outgoing slot, then copy it out: the
+      // output may be written with streaming stores and never read back.
+      ctx.reduceFn(slotOut, slotIn, in, step.count);
+      finish(slotOut, step.count, ctx);
+      reduce::copy(out, slotOut, bytes, ctx.streamingOutput);
+      break;
+    case Prim::RecvCopySend:
+      std::memcpy(slotOut, slotIn, bytes);
+      reduce::copy(out, slotIn, bytes, ctx.streamingOutput);
+      break;
+    default:
+      *error = STRATA_ERROR(STRATA_ERR_INTERNAL, "primitive %s cannot run here", primName(step.prim));
+      return StepResult::Failed;
+  }
+  if (send) send->publish(bytes, ctx.tag);
+  if (recv) recv->release();
+  return StepResult::Ran;
+}
+
+PlanExecutor::StepResult PlanExecutor::reduceAll(const Step& step, const OpContext& ctx,
+                                                 const ChannelLinks& links, Status* error) {
+  const size_t bytes = step.count * ctx.elemSize;
+  peerSlots_.assign(ctx.nranks, nullptr);
+  for (int p = 0; p < ctx.nranks; ++p) {
+    if (p == ctx.rank) continue;
+    size_t got = 0;
+    SlotTag tag;
+    peerSlots_[p] = links.recv[p]->peek(&got, &tag);
+    if (!peerSlots_[p]) return StepResult::NotReady;
+    if (!checkSlot(tag, got, bytes, p, ctx, error)) return StepResult::Failed;
+  }
+  const char* in = ctx.input + step.offset * ctx.elemSize;
+  char* out = ctx.output + step.offset * ctx.elemSize;
+  peerSlots_[ctx.rank] = in;
+
+  // Fold in rank order, a block at a time through a scratch buffer: every rank
+  // computes the same expression, and in place (out == in) the own input of a
+  // block is read before that block of the output is written.
+  alignas(64) char scratch[4096];
+  const size_t blockElems = sizeof(scratch) / ctx.elemSize;
+  for (size_t done = 0; done < step.count; done += blockElems) {
+    size_t n = std::min(blockElems, step.count - done);
+    size_t off = done * ctx.elemSize;
+    auto at = [&](int r) { return static_cast<const char*>(peerSlots_[r]) + off; };
+    if (ctx.nranks == 2) {
+      ctx.reduceFn(out + off, at(0), at(1), n);
+    } else {
+      ctx.reduceFn(scratch, at(0), at(1), n);
+      for (int r = 2; r < ctx.nranks - 1; ++r) ctx.reduceFn(scratch, scratch, at(r), n);
+      ctx.reduceFn(out + off, scratch, at(ctx.nranks - 1), n);
+    }
+    finish(out + off, n, ctx);
+  }
+  for (int p = 0; p < ctx.nranks; ++p)
+    if (p != ctx.rank) links.recv[p]->release();
+  return StepResult::Ran;
+}
+
+Status PlanExecutor::blockedHealth(const ChannelPlan& plan, size_t cursor,
+                                   const ChannelLinks& links) {
+  if (cursor >= plan.steps.size()) return Status::ok();
+  const Step& step = plan.steps[cursor];
+  if (step.prim == Prim::ReduceAll) {
+    for (RecvConnector* r : links.recv)
+      if (r) STRATA_CHECK(r->health());
+    return Status::ok();
+  }
+  if (step.recvPeer >= 0) STRATA_CHECK(links.recv[step.recvPeer]->health());
+  if (step.sendPeer >= 0) STRATA_CHECK(links.send[step.sendPeer]->health());
+  return Status::ok();
+}
+
+}  // namespace strata

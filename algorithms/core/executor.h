@@ -1,0 +1,56 @@
+// Runs a channel's plan over connectors without ever blocking: advance()
+// executes every step whose connectors are ready and reports whether it moved.
+// A step either runs whole or not at all, so a caller may stop between any two
+// calls (to poll other channels, yield, check deadlines) and come back later.
+#pragma once
+
+#include <vector>
+
+#include "connector.h"
+#include "plan.h"
+#include "reduce.h"
+
+namespace strata {
+
+// The connectors of one channel, indexed by peer rank (null: not connected).
+struct ChannelLinks {
+  std::vector<SendConnector*> send;
+  std::vector<RecvConnector*> recv;
+};
+
+// Everything a step needs to know about the running operation.
+struct OpContext {
+  const char* input;
+  char* output;
+  strata_datatype_t datatype;
+  strata_op_t op;
+  size_t elemSize;
+  int rank;
+  int nranks;
+  SlotTag tag;                // expected on every received slot
+  reduce::ReduceFn reduceFn;  // into slots and scratch: regular stores
+  bool streamingOutput;       // write the output with non-temporal stores
+};
+
+enum class Advance { Done, Progressed, Blocked, Failed };
+
+class PlanExecutor {
+ public:
+  // Executes ready steps from *cursor on. On Failed, *error says why.
+  Advance advance(const ChannelPlan& plan, size_t* cursor, const OpContext& ctx,
+                  const ChannelLinks& links, Status* error);
+
+  // Health of the connectors the step at `cursor` waits on (called when a
+  // channel has been blocked for a while).
+  Status blockedHealth(const ChannelPlan& plan, size_t cursor, const ChannelLinks& links);
+
+ private:
+  enum class StepResult { Ran, NotReady, Failed };
+  StepResult run(const Step& step, const OpContext& ctx, const ChannelLinks& links, Status* error);
+  StepResult reduceAll(const Step& step, const OpContext& ctx, const ChannelLinks& links,
+                       Status* error);
+
+  std::vector<const void*> peerSlots_;  // ReduceAll's view of every peer's slot
+};
+
+}  // namespace strata

@@ -1,0 +1,27 @@
+#include "op_desc.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+namespace strata {
+
+const char* datatypeName(strata_datatype_t datatype) {
+  static const char* kNames[] = {"int8",    "uint8",    "int32",   "uint32",  "int64",
+                                 "uint64",  "float16",  "bfloat16", "float32", "float64"};
+  return datatype >= 0 && datatype < STRATA_NUM_DATATYPES ? kNames[datatype] : "invalid";
+}
+
+const char* opName(strata_op_t op) {
+  static const char* kNames[] = {"sum", "prod", "min", "max", "avg"};
+  return op >= 0 && op < STRATA_NUM_OPS ? kNames[op] : "invalid";
+}
+
+std::string OpDesc::describe() const {
+  const char* collName = coll == Coll::Allreduce ? "allreduce" : "unknown-collective";
+  char buf[128];
+  std::snprintf(buf, sizeof(buf), "%s(count=%" PRIu64 ", %s, %s)", collName, count,
+                datatypeName(datatype), opName(op));
+  return buf;
+}
+
+}  // namespace strata

@@ -1,0 +1,36 @@
+// What one collective call is, packed into 64 bits so it travels with every
+// slot (SlotTag::desc) and a receiver can tell when ranks disagree.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "strata/strata.h"
+
+namespace strata {
+
+enum class Coll : uint8_t { Allreduce = 1 };
+
+struct OpDesc {
+  Coll coll;
+  strata_datatype_t datatype;
+  strata_op_t op;
+  uint64_t count;  // elements; at most 2^48 - 1 (checked by the caller)
+
+  static constexpr uint64_t kMaxCount = (uint64_t(1) << 48) - 1;
+
+  uint64_t pack() const {
+    return (uint64_t(coll) << 56) | (uint64_t(datatype) << 52) | (uint64_t(op) << 48) | count;
+  }
+  static OpDesc unpack(uint64_t v) {
+    return {Coll(v >> 56), strata_datatype_t((v >> 52) & 0xf), strata_op_t((v >> 48) & 0xf),
+            v & kMaxCount};
+  }
+  // "allreduce(count=1000, float32, sum)"
+  std::string describe() const;
+};
+
+const char* datatypeName(strata_datatype_t datatype);
+const char* opName(strata_op_t op);
+
+}  // namespace strata

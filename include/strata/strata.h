@@ -1,0 +1,151 @@
+/*
+ * strata: collective communication for CPU (and later GPU) ranks.
+ *
+ * The public C API. Every call returns a strata_result_t; outputs are written
+ * only on success. When a call fails, a message naming the argument and value
+ * at fault is available from strata_comm_last_error() (for calls that take a
+ * communicator) or strata_last_error() (the calling thread's most recent
+ * failure, for every call).
+ *
+ * Threading: calls on one communicator must be issued in the same order on
+ * every rank, from one thread at a time (as with NCCL and MPI). Different
+ * communicators may be used from different threads.
+ */
+#ifndef STRATA_STRATA_H
+#define STRATA_STRATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define STRATA_API __attribute__((visibility("default")))
+#else
+#define STRATA_API
+#endif
+
+#define STRATA_VERSION_MAJOR 0
+#define STRATA_VERSION_MINOR 1
+#define STRATA_VERSION_PATCH 0
+#define STRATA_VERSION_CODE \
+  (STRATA_VERSION_MAJOR * 10000 + STRATA_VERSION_MINOR * 100 + STRATA_VERSION_PATCH)
+
+typedef enum {
+  STRATA_SUCCESS = 0,
+  STRATA_ERR_INVALID_ARGUMENT = 1, /* a bad value passed by the caller */
+  STRATA_ERR_INVALID_USAGE = 2,    /* a valid value used wrongly, or ranks disagree */
+  STRATA_ERR_SYSTEM = 3,           /* a system call failed (errno text in the message) */
+  STRATA_ERR_INTERNAL = 4,         /* a bug in strata */
+  STRATA_ERR_REMOTE = 5,           /* another rank failed, died or aborted */
+  STRATA_ERR_TIMEOUT = 6,          /* no progress within STRATA_TIMEOUT seconds */
+  STRATA_IN_PROGRESS = 7           /* non-blocking work not finished yet */
+} strata_result_t;
+
+typedef enum {
+  STRATA_INT8 = 0,
+  STRATA_UINT8 = 1,
+  STRATA_INT32 = 2,
+  STRATA_UINT32 = 3,
+  STRATA_INT64 = 4,
+  STRATA_UINT64 = 5,
+  STRATA_FLOAT16 = 6,
+  STRATA_BFLOAT16 = 7,
+  STRATA_FLOAT32 = 8,
+  STRATA_FLOAT64 = 9,
+  STRATA_NUM_DATATYPES = 10
+} strata_datatype_t;
+
+/* Integer ops wrap modulo 2^bits. STRATA_AVG is the sum divided by the number
+ * of ranks (integer division, truncating, for integer types). float16 and
+ * bfloat16 are computed in float32 and rounded to nearest even. */
+typedef enum {
+  STRATA_SUM = 0,
+  STRATA_PROD = 1,
+  STRATA_MIN = 2,
+  STRATA_MAX = 3,
+  STRATA_AVG = 4,
+  STRATA_NUM_OPS = 5
+} strata_op_t;
+
+#define STRATA_UNIQUE_ID_BYTES 128
+/* Opaque; produced by strata_get_unique_id on one process and passed to every
+ * rank out of band (like ncclUniqueId). It carries rank 0's bootstrap address
+ * and a random secret that every connecting rank must present. */
+typedef struct {
+  char internal[STRATA_UNIQUE_ID_BYTES];
+} strata_unique_id_t;
+
+typedef struct strata_comm* strata_comm_t;
+typedef struct strata_request* strata_request_t;
+
+/* Version as STRATA_VERSION_CODE of the loaded library. */
+STRATA_API strata_result_t strata_get_version(int* version);
+
+/* A static, human-readable name for a result code ("invalid argument", ...). */
+STRATA_API const char* strata_result_string(strata_result_t result);
+
+/* The calling thread's message for its most recent failed call ("" if none). */
+STRATA_API const char* strata_last_error(void);
+
+/* The message for the most recent failure on this communicator, including a
+ * failure of another rank that this rank saw ("" if none). */
+STRATA_API const char* strata_comm_last_error(strata_comm_t comm);
+
+/* Creates a unique id for a new communicator. The calling process must stay
+ * alive until the rank 0 of the communicator has called strata_comm_init_rank.
+ * STRATA_BOOTSTRAP_ADDR (host[:port]) chooses the address it advertises. */
+STRATA_API strata_result_t strata_get_unique_id(strata_unique_id_t* id);
+
+/* Collective over nranks processes: every rank calls it with the same id and
+ * nranks and a distinct rank in [0, nranks). Blocks until all have joined or
+ * STRATA_TIMEOUT expires. */
+STRATA_API strata_result_t strata_comm_init_rank(strata_comm_t* comm, int nranks,
+                                                 strata_unique_id_t id, int rank);
+
+/* Initialises from torchrun-style variables: RANK, WORLD_SIZE, MASTER_ADDR,
+ * MASTER_PORT (LOCAL_RANK is optional). Rank 0 listens on MASTER_ADDR:MASTER_PORT. */
+STRATA_API strata_result_t strata_comm_init_env(strata_comm_t* comm);
+
+/* Frees the communicator. Collective in spirit: call it on every rank once all
+ * operations are done. Safe after an error or abort. */
+STRATA_API strata_result_t strata_comm_destroy(strata_comm_t comm);
+
+/* Marks the communicator failed: every pending and future operation on it (and
+ * the peers' operations that depend on this rank) return an error. Frees the
+ * communicator, like strata_comm_destroy. */
+STRATA_API strata_result_t strata_comm_abort(strata_comm_t comm);
+
+STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank);
+STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size);
+
+/* recvbuf[i] = op over ranks of sendbuf[i], for i < count. In place when
+ * sendbuf == recvbuf. Buffers may not otherwise overlap. Blocking. */
+STRATA_API strata_result_t strata_allreduce(const void* sendbuf, void* recvbuf, size_t count,
+                                            strata_datatype_t datatype, strata_op_t op,
+                                            strata_comm_t comm);
+
+/* Non-blocking allreduce: the buffers must stay valid and untouched until the
+ * request completes. *request is NULL when count == 0. */
+STRATA_API strata_result_t strata_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
+                                             strata_datatype_t datatype, strata_op_t op,
+                                             strata_comm_t comm, strata_request_t* request);
+
+/* Sets *done to 1 and frees the request when it has completed (successfully
+ * or not: the result says which); otherwise sets *done to 0 and returns
+ * STRATA_SUCCESS. A NULL request is complete. */
+STRATA_API strata_result_t strata_test(strata_request_t request, int* done);
+
+/* Waits for the request to complete and frees it. A NULL request is complete. */
+STRATA_API strata_result_t strata_wait(strata_request_t request);
+
+/* Size in bytes of one element of datatype, or 0 if it is invalid. */
+STRATA_API size_t strata_datatype_size(strata_datatype_t datatype);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRATA_STRATA_H */

@@ -1,0 +1,62 @@
+// The bootstrap network: a star of TCP connections to rank 0, used to meet
+// (exchange HostInfo), to set up transports (allgather, barrier), and never
+// for collective data.
+//
+// Rank 0 accepts connections until all nranks-1 peers have said hello with the
+// right secret, world size and a rank not taken yet; anything else (garbage,
+// another job's secret, a wrong world size, a duplicate rank) is logged and
+// dropped, with a reason sent back when the hello was well-formed, and the job
+// goes on waiting for the right ranks until STRATA_TIMEOUT.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "host.h"
+#include "oob.h"
+#include "socket.h"
+#include "unique_id.h"
+
+namespace strata::boot {
+
+struct BootstrapConfig {
+  IdContents id;
+  int rank;
+  int nranks;
+  int listenFd;  // rank 0: an already-listening socket, or -1 to bind id.root
+};
+
+class Bootstrap final : public OutOfBand {
+ public:
+  static Status create(const BootstrapConfig& config, const topo::HostInfo& self,
+                       std::unique_ptr<Bootstrap>* out);
+  ~Bootstrap() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return nranks_; }
+  Status allgather(const void* in, void* out, size_t bytes) override;
+  Status barrier() override;
+
+  const std::vector<topo::HostInfo>& hosts() const { return hosts_; }
+  // Random, chosen by rank 0: names this communicator's resources.
+  uint64_t commTag() const { return commTag_; }
+
+ private:
+  Bootstrap(int rank, int nranks) : rank_(rank), nranks_(nranks) {}
+  Status runRoot(const BootstrapConfig& config, int listenFd);
+  Status join(const BootstrapConfig& config);
+  std::string peerName(int rank) const;
+
+  int rank_;
+  int nranks_;
+  std::vector<int> fds_;  // rank 0: one per peer; others: fds_[0] to rank 0
+  std::vector<topo::HostInfo> hosts_;
+  uint64_t commTag_ = 0;
+};
+
+// Keeps the listening socket opened by strata_get_unique_id until rank 0 of
+// that id (in this process, or a child forked from it) takes it.
+void rememberListener(const SockAddr& addr, int fd);
+int takeListener(const SockAddr& addr);
+
+}  // namespace strata::boot

@@ -1,0 +1,193 @@
+#include "socket.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "clock.h"
+#include "log.h"
+#include "params.h"
+
+namespace strata::boot {
+namespace {
+
+int msUntil(double deadline) {
+  double left = deadline - nowSeconds();
+  return left <= 0 ? 0 : static_cast<int>(left * 1000) + 1;
+}
+
+// Waits for `events` on fd; false on deadline.
+bool waitFor(int fd, short events, double deadline) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    int n = poll(&p, 1, msUntil(deadline));
+    if (n > 0) return true;
+    if (n == 0 || (n < 0 && errno != EINTR)) return false;
+  }
+}
+
+}  // namespace
+
+Status resolve(const std::string& text, int port, SockAddr* out) {
+  std::string host = text;
+  std::string portText = std::to_string(port);
+  if (!host.empty() && host[0] == '[') {
+    size_t close = host.find(']');
+    if (close == std::string::npos) return STRATA_INVALID_ARG("address '%s' lacks ']'", text.c_str());
+    if (close + 1 < host.size() && host[close + 1] == ':') portText = host.substr(close + 2);
+    host = host.substr(1, close - 1);
+  } else if (std::count(host.begin(), host.end(), ':') == 1) {
+    portText = host.substr(host.find(':') + 1);
+    host = host.substr(0, host.find(':'));
+  }
+  addrinfo hints;
+  std::memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host.c_str(), portText.c_str(), &hints, &res);
+  if (rc != 0 || !res)
+    return STRATA_INVALID_ARG("cannot resolve address '%s': %s", text.c_str(), gai_strerror(rc));
+  std::memcpy(&out->storage, res->ai_addr, res->ai_addrlen);
+  out->len = res->ai_addrlen;
+  freeaddrinfo(res);
+  return Status::ok();
+}
+
+std::string toString(const SockAddr& addr) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  const sockaddr* sa = addr.get();
+  if (sa->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, host, sizeof(host));
+    return std::string(host) + ":" + std::to_string(portOf(addr));
+  }
+  inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, host, sizeof(host));
+  return "[" + std::string(host) + "]:" + std::to_string(portOf(addr));
+}
+
+int portOf(const SockAddr& addr) {
+  const sockaddr* sa = addr.get();
+  if (sa->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
+  return ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
+}
+
+Status defaultAdvertisedAddress(SockAddr* out) {
+  if (!params::bootstrapAddr().empty()) return resolve(params::bootstrapAddr(), 0, out);
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) == 0) {
+    for (ifaddrs* i = list; i; i = i->ifa_next) {
+      if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+      if ((i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP)) continue;
+      std::memcpy(&out->storage, i->ifa_addr, sizeof(sockaddr_in));
+      out->len = sizeof(sockaddr_in);
+      STRATA_INFO(BOOT, "advertising interface %s", i->ifa_name);
+      freeifaddrs(list);
+      return Status::ok();
+    }
+    freeifaddrs(list);
+  }
+  return resolve("127.0.0.1", 0, out);
+}
+
+Status listenOn(SockAddr* addr, int* fd) {
+  int s = socket(addr->get()->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) {
+    int err = errno;
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "socket() failed: %s", errnoText(err).c_str());
+  }
+  int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(s, addr->get(), addr->len) != 0 || listen(s, 1024) != 0) {
+    int err = errno;
+    close(s);
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "cannot listen on %s: %s%s", toString(*addr).c_str(),
+                        errnoText(err).c_str(),
+                        err == EADDRINUSE ? " (another job uses this port: pick another MASTER_PORT)"
+                        : err == EADDRNOTAVAIL ? " (the address is not on this host)" : "");
+  }
+  socklen_t len = sizeof(addr->storage);
+  getsockname(s, reinterpret_cast<sockaddr*>(&addr->storage), &len);
+  addr->len = len;
+  *fd = s;
+  return Status::ok();
+}
+
+Status connectTo(const SockAddr& addr, double deadline, int* fd) {
+  int lastErr = 0;
+  double pause = 0.001;
+  while (nowSeconds() < deadline) {
+    int s = socket(addr.get()->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) {
+      int err = errno;
+      return STRATA_ERROR(STRATA_ERR_SYSTEM, "socket() failed: %s", errnoText(err).c_str());
+    }
+    if (connect(s, addr.get(), addr.len) == 0) {
+      int one = 1;
+      setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      *fd = s;
+      return Status::ok();
+    }
+    lastErr = errno;
+    close(s);
+    // Refused or unreachable: rank 0 may simply not be listening yet.
+    std::this_thread::sleep_for(std::chrono::duration<double>(pause));
+    pause = std::min(pause * 2, 0.1);
+  }
+  return STRATA_ERROR(STRATA_ERR_TIMEOUT,
+                      "cannot reach rank 0 at %s before STRATA_TIMEOUT (%.0f s): %s; is rank 0 "
+                      "running and the address (MASTER_ADDR or the unique id's) reachable?",
+                      toString(addr).c_str(), params::timeout(), errnoText(lastErr).c_str());
+}
+
+Status sendAll(int fd, const void* data, size_t bytes, double deadline, const char* peer) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    if (!waitFor(fd, POLLOUT, deadline))
+      return STRATA_ERROR(STRATA_ERR_TIMEOUT, "bootstrap send to %s timed out", peer);
+    ssize_t n = send(fd, p, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) {
+      int err = errno;
+      return STRATA_ERROR(STRATA_ERR_REMOTE, "bootstrap connection to %s failed: %s", peer,
+                          errnoText(err).c_str());
+    }
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+Status recvAll(int fd, void* data, size_t bytes, double deadline, const char* peer) {
+  char* p = static_cast<char*>(data);
+  while (bytes > 0) {
+    if (!waitFor(fd, POLLIN, deadline))
+      return STRATA_ERROR(STRATA_ERR_TIMEOUT, "bootstrap receive from %s timed out", peer);
+    ssize_t n = recv(fd, p, bytes, MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n == 0)
+      return STRATA_ERROR(STRATA_ERR_REMOTE, "%s closed its bootstrap connection (did it exit or fail?)",
+                          peer);
+    if (n < 0) {
+      int err = errno;
+      return STRATA_ERROR(STRATA_ERR_REMOTE, "bootstrap connection to %s failed: %s", peer,
+                          errnoText(err).c_str());
+    }
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+}  // namespace strata::boot

@@ -1,0 +1,26 @@
+// The unique id: rank 0's bootstrap address and a random secret, sealed with a
+// checksum so a corrupted id is refused before any connection is attempted.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+
+#include "status.h"
+#include "strata/strata.h"
+
+namespace strata::boot {
+
+constexpr size_t kSecretBytes = 16;
+
+struct IdContents {
+  sockaddr_storage root;  // rank 0's listening address (IPv4 or IPv6)
+  socklen_t rootLen;
+  uint8_t secret[kSecretBytes];
+};
+
+void encodeId(const IdContents& contents, strata_unique_id_t* id);
+// INVALID_ARGUMENT if the id was not made by encodeId (or was damaged since).
+Status decodeId(const strata_unique_id_t& id, IdContents* contents);
+
+}  // namespace strata::boot

@@ -1,0 +1,206 @@
+// C API: versions, errors, unique ids, communicator life cycle.
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "api_state.h"
+#include "clock.h"
+#include "log.h"
+#include "params.h"
+
+namespace strata::api {
+namespace {
+
+thread_local std::string tLastError;
+
+Status parseEnvInt(const char* name, long minValue, long maxValue, long* out) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return STRATA_INVALID_ARG("environment variable %s is not set", name);
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text, &end, 10);
+  if (errno != 0 || *end != '\0' || v < minValue || v > maxValue)
+    return STRATA_INVALID_ARG("environment variable %s='%s' is not an integer in %ld..%ld", name,
+                              text, minValue, maxValue);
+  *out = v;
+  return Status::ok();
+}
+
+Status initComm(strata_comm_t* out, const boot::BootstrapConfig& config) {
+  std::unique_ptr<Comm> impl;
+  STRATA_CHECK(Comm::create(config, &impl));
+  *out = new strata_comm{std::move(impl)};
+  return Status::ok();
+}
+
+Status initRank(strata_comm_t* comm, int nranks, const strata_unique_id_t& id, int rank) {
+  if (!comm) return STRATA_INVALID_ARG("comm (the output pointer) is NULL");
+  if (nranks <= 0) return STRATA_INVALID_ARG("nranks=%d must be at least 1", nranks);
+  if (rank < 0 || rank >= nranks)
+    return STRATA_INVALID_ARG("rank=%d is outside 0..nranks-1 (nranks=%d)", rank, nranks);
+  boot::BootstrapConfig config;
+  STRATA_CHECK(boot::decodeId(id, &config.id));
+  config.rank = rank;
+  config.nranks = nranks;
+  boot::SockAddr root;
+  std::memcpy(&root.storage, &config.id.root, config.id.rootLen);
+  root.len = config.id.rootLen;
+  config.listenFd = rank == 0 ? boot::takeListener(root) : -1;
+  return initComm(comm, config);
+}
+
+Status initEnv(strata_comm_t* comm) {
+  if (!comm) return STRATA_INVALID_ARG("comm (the output pointer) is NULL");
+  long size = 0, rank = 0, port = 0;
+  STRATA_CHECK(parseEnvInt("WORLD_SIZE", 1, INT_MAX, &size));
+  STRATA_CHECK(parseEnvInt("RANK", 0, size - 1, &rank));
+  STRATA_CHECK(parseEnvInt("MASTER_PORT", 1, 65535, &port));
+  const char* masterAddr = std::getenv("MASTER_ADDR");
+  if (!masterAddr || !*masterAddr) return STRATA_INVALID_ARG("environment variable MASTER_ADDR is not set");
+  if (const char* local = std::getenv("LOCAL_RANK")) {
+    long ignored = 0;
+    STRATA_CHECK(parseEnvInt("LOCAL_RANK", 0, INT_MAX, &ignored));
+    (void)local;
+  }
+
+  boot::SockAddr master;
+  STRATA_CHECK(boot::resolve(masterAddr, static_cast<int>(port), &master));
+  boot::BootstrapConfig config;
+  std::memset(&config.id, 0, sizeof(config.id));
+  config.rank = static_cast<int>(rank);
+  config.nranks = static_cast<int>(size);
+  config.listenFd = -1;
+  // Rank 0 listens on every address of MASTER_ADDR's family, so a hostname
+  // that resolves to another of its addresses still reaches it.
+  boot::SockAddr bindAddr = master;
+  if (rank == 0) {
+    const char* any = master.get()->sa_family == AF_INET6 ? "::" : "0.0.0.0";
+    STRATA_CHECK(boot::resolve(any, static_cast<int>(port), &bindAddr));
+  }
+  std::memcpy(&config.id.root, &bindAddr.storage, bindAddr.len);
+  config.id.rootLen = bindAddr.len;
+  // Launchers pass no secret: derive one from what every rank of this job
+  // (and no stray process) is told, so at least foreign jobs are kept out.
+  std::string job = std::string(masterAddr) + "|" + std::to_string(port) + "|" + std::to_string(size);
+  if (const char* run = std::getenv("TORCHELASTIC_RUN_ID")) job += std::string("|") + run;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : job) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+  for (size_t i = 0; i < boot::kSecretBytes; ++i) config.id.secret[i] = static_cast<uint8_t>(h >> (8 * (i % 8)) ^ i);
+  STRATA_INFO(INIT, "env init: rank %ld of %ld, master %s", rank, size, boot::toString(master).c_str());
+  return initComm(comm, config);
+}
+
+}  // namespace
+
+strata_result_t finish(const Status& status, strata_comm* comm) {
+  if (status.isOk()) return STRATA_SUCCESS;
+  tLastError = status.message();
+  if (comm && comm->impl) comm->impl->setLastError(status.message());
+  return status.code();
+}
+
+void reloadSettings() {
+  params::reload();
+  log::reload();
+}
+
+}  // namespace strata::api
+
+using namespace strata;
+using strata::api::finish;
+
+extern "C" {
+
+STRATA_API strata_result_t strata_get_version(int* version) {
+  if (!version) return finish(STRATA_INVALID_ARG("version (the output pointer) is NULL"));
+  *version = STRATA_VERSION_CODE;
+  return STRATA_SUCCESS;
+}
+
+STRATA_API const char* strata_last_error(void) { return api::tLastError.c_str(); }
+
+STRATA_API const char* strata_comm_last_error(strata_comm_t comm) {
+  if (!comm) return "comm is NULL";
+  // The string lives in a thread-local so the pointer stays valid for the caller.
+  thread_local std::string copy;
+  copy = comm->impl->lastError();
+  return copy.c_str();
+}
+
+STRATA_API strata_result_t strata_get_unique_id(strata_unique_id_t* id) {
+  if (!id) return finish(STRATA_INVALID_ARG("id (the output pointer) is NULL"));
+  api::reloadSettings();
+  boot::SockAddr addr;
+  Status s = boot::defaultAdvertisedAddress(&addr);
+  int fd = -1;
+  if (s.isOk()) s = boot::listenOn(&addr, &fd);
+  if (!s.isOk()) return finish(s);
+  boot::IdContents contents;
+  std::memset(&contents, 0, sizeof(contents));
+  if (getrandom(contents.secret, sizeof(contents.secret), 0) != sizeof(contents.secret)) {
+    close(fd);
+    return finish(STRATA_ERROR(STRATA_ERR_SYSTEM, "getrandom failed: %s", errnoText(errno).c_str()));
+  }
+  std::memcpy(&contents.root, &addr.storage, addr.len);
+  contents.rootLen = addr.len;
+  boot::rememberListener(addr, fd);
+  boot::encodeId(contents, id);
+  STRATA_INFO(BOOT, "unique id for rank 0 at %s", boot::toString(addr).c_str());
+  return STRATA_SUCCESS;
+}
+
+STRATA_API strata_result_t strata_comm_init_rank(strata_comm_t* comm, int nranks,
+                                                 strata_unique_id_t id, int rank) {
+  api::reloadSettings();
+  log::setThreadRank(rank);
+  return finish(api::initRank(comm, nranks, id, rank));
+}
+
+STRATA_API strata_result_t strata_comm_init_env(strata_comm_t* comm) {
+  api::reloadSettings();
+  return finish(api::initEnv(comm));
+}
+
+STRATA_API strata_result_t strata_comm_destroy(strata_comm_t comm) {
+  if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  delete comm;
+  return STRATA_SUCCESS;
+}
+
+STRATA_API strata_result_t strata_comm_abort(strata_comm_t comm) {
+  if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  Comm& impl = *comm->impl;
+  impl.fail(makeErrorQuiet(STRATA_ERR_INVALID_USAGE, "rank %d aborted the communicator (strata_comm_abort)",
+                           impl.rank()));
+  // Calls blocked in other threads now fail; let them leave before freeing.
+  double deadline = nowSeconds() + impl.timeoutSeconds();
+  while (impl.activeCalls.load() > 0 && nowSeconds() < deadline) std::this_thread::yield();
+  if (impl.activeCalls.load() > 0) {
+    return finish(STRATA_ERROR(STRATA_ERR_INTERNAL,
+                               "calls on the communicator did not return after abort; not freed"),
+                  comm);
+  }
+  delete comm;
+  return STRATA_SUCCESS;
+}
+
+STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank) {
+  if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  if (!rank) return finish(STRATA_INVALID_ARG("rank (the output pointer) is NULL"), comm);
+  *rank = comm->impl->rank();
+  return STRATA_SUCCESS;
+}
+
+STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size) {
+  if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  if (!size) return finish(STRATA_INVALID_ARG("size (the output pointer) is NULL"), comm);
+  *size = comm->impl->size();
+  return STRATA_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,43 @@
+// Glue between the C API's opaque handles and the C++ core, and the
+// bookkeeping every entry point shares: last-error messages and the count of
+// calls in flight on a communicator.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "comm.h"
+#include "request.h"
+#include "strata/strata.h"
+
+struct strata_comm {
+  std::unique_ptr<strata::Comm> impl;
+};
+
+struct strata_request {
+  strata::Request request;
+  strata_comm* comm;
+};
+
+namespace strata::api {
+
+// Records a failed call's message (thread's and communicator's) and returns
+// its code; success passes through untouched.
+strata_result_t finish(const Status& status, strata_comm* comm = nullptr);
+
+// Re-reads configuration and logging settings: every init entry point calls it.
+void reloadSettings();
+
+// Marks an API call in flight on a communicator for its lifetime.
+class CallGuard {
+ public:
+  explicit CallGuard(strata_comm* comm) : comm_(comm) { comm_->impl->activeCalls.fetch_add(1); }
+  ~CallGuard() { comm_->impl->activeCalls.fetch_sub(1); }
+  CallGuard(const CallGuard&) = delete;
+  CallGuard& operator=(const CallGuard&) = delete;
+
+ private:
+  strata_comm* comm_;
+};
+
+}  // namespace strata::api

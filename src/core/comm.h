@@ -1,0 +1,79 @@
+// The communicator: bootstrap, transports and their connectors, channels,
+// progress threads, and the sticky failure state. Arguments reaching it have
+// been validated by the C API layer (api.cc).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "allreduce.h"
+#include "bootstrap.h"
+#include "channel.h"
+#include "progress_threads.h"
+#include "transport.h"
+
+namespace strata {
+
+class Comm final : public FailureSink {
+ public:
+  static Status create(const boot::BootstrapConfig& config, std::unique_ptr<Comm>* out);
+  ~Comm() override;
+
+  int rank() const { return rank_; }
+  int size() const { return nranks_; }
+
+  // Queues an allreduce on `request` (count > 0). With `callerWaits` the
+  // caller will wait() at once and drives it itself; otherwise the progress
+  // threads are woken to carry it.
+  Status submitAllreduce(const void* sendbuf, void* recvbuf, size_t count,
+                         strata_datatype_t datatype, strata_op_t op, bool callerWaits,
+                         Request* request);
+  // Drives every channel until the request is done; returns its status.
+  Status wait(Request& request);
+  // Drives every channel once; true if the request is done.
+  bool test(Request& request);
+
+  // FailureSink
+  bool failed() const override { return failed_.load(std::memory_order_acquire); }
+  Status failure() const override;
+  void fail(const Status& why) override;
+  double timeoutSeconds() const override { return timeout_; }
+
+  void setLastError(const std::string& message);
+  std::string lastError() const;
+
+  // API calls in flight on this communicator (abort waits for them to leave).
+  std::atomic<int> activeCalls{0};
+
+ private:
+  Comm() = default;
+  Status init(const boot::BootstrapConfig& config);
+  Status connectTransports(const topo::HostInfo& self);
+
+  int rank_ = 0;
+  int nranks_ = 0;
+  double timeout_ = 0;
+  int64_t spins_ = 0;
+  PlanShape shape_{};
+  AllreduceTuning tuning_;
+  size_t streamingBytes_ = 0;
+  reduce::Isa isa_ = reduce::Isa::Portable;
+  uint64_t seq_ = 0;
+
+  std::unique_ptr<boot::Bootstrap> bootstrap_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+  Connections connections_;
+  std::vector<Channel> channels_;
+  std::vector<ChannelPlan> plans_;  // scratch for building, capacity reused
+  std::unique_ptr<ProgressThreads> threads_;
+
+  std::atomic<bool> failed_{false};
+  mutable std::mutex errorMutex_;
+  Status failure_;
+  std::string lastError_;
+};
+
+}  // namespace strata

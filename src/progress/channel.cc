@@ -1,0 +1,111 @@
+#include "channel.h"
+
+#include "clock.h"
+#include "log.h"
+#include "op_desc.h"
+
+namespace strata {
+namespace {
+
+// Checking the clock costs ~20 ns; do it only every so many idle polls.
+constexpr uint32_t kPollsPerClockCheck = 64;
+constexpr double kHealthCheckInterval = 0.001;
+
+}  // namespace
+
+ChannelOp* Channel::reserve() {
+  uint64_t tail = tail_.load(std::memory_order_relaxed);
+  if (tail - head_.load(std::memory_order_acquire) >= kDepth) return nullptr;
+  return &ops_[tail % kDepth];
+}
+
+void Channel::commit() {
+  uint64_t tail = tail_.load(std::memory_order_relaxed);
+  if (ops_[tail % kDepth].forThreads) threadWork_.fetch_add(1, std::memory_order_acq_rel);
+  tail_.store(tail + 1, std::memory_order_release);
+}
+
+void Channel::abortLinks() {
+  for (SendConnector* s : links.send)
+    if (s) s->abort();
+  for (RecvConnector* r : links.recv)
+    if (r) r->abort();
+}
+
+void Channel::failAll(const Status& why) {
+  uint64_t tail = tail_.load(std::memory_order_acquire);
+  for (uint64_t h = head_.load(std::memory_order_relaxed); h != tail; ++h) {
+    ChannelOp& op = ops_[h % kDepth];
+    if (op.forThreads) threadWork_.fetch_sub(1, std::memory_order_acq_rel);
+    op.request->channelFailed(why);
+    head_.store(h + 1, std::memory_order_release);
+  }
+}
+
+void Channel::noteBlocked(FailureSink& comm, const ChannelOp& op) {
+  if (++blockedPolls_ % kPollsPerClockCheck != 0) return;
+  double now = nowSeconds();
+  if (blockedSince_ == 0) {
+    blockedSince_ = lastHealthCheck_ = now;
+    return;
+  }
+  if (now - lastHealthCheck_ >= kHealthCheckInterval) {
+    lastHealthCheck_ = now;
+    Status health = executor_.blockedHealth(op.plan, op.cursor, links);
+    if (!health.isOk()) {
+      OpDesc desc = OpDesc::unpack(op.ctx.tag.desc);
+      comm.fail(STRATA_ERROR(health.code(), "%s (operation #%llu, %s) failed: %s",
+                             desc.describe().c_str(), (unsigned long long)op.ctx.tag.seq,
+                             primName(op.plan.steps[op.cursor].prim), health.message().c_str()));
+      return;
+    }
+  }
+  if (now - blockedSince_ > comm.timeoutSeconds()) {
+    const Step& step = op.plan.steps[op.cursor];
+    OpDesc desc = OpDesc::unpack(op.ctx.tag.desc);
+    comm.fail(STRATA_ERROR(STRATA_ERR_TIMEOUT,
+                           "%s (operation #%llu) made no progress for %.1f s (STRATA_TIMEOUT) in "
+                           "step %s (receive from rank %d, send to rank %d); is every rank calling "
+                           "the same collectives?",
+                           desc.describe().c_str(), (unsigned long long)op.ctx.tag.seq,
+                           now - blockedSince_, primName(step.prim), step.recvPeer, step.sendPeer));
+  }
+}
+
+bool Channel::drive(FailureSink& comm) {
+  if (busy_.test_and_set(std::memory_order_acquire)) return false;
+  bool progressed = false;
+  while (hasWork()) {
+    if (comm.failed()) {
+      failAll(comm.failure());
+      progressed = true;
+      break;
+    }
+    uint64_t head = head_.load(std::memory_order_relaxed);
+    ChannelOp& op = ops_[head % kDepth];
+    Status error;
+    Advance a = executor_.advance(op.plan, &op.cursor, op.ctx, links, &error);
+    if (a == Advance::Blocked) {
+      noteBlocked(comm, op);
+      if (comm.failed()) continue;  // flush on the next turn
+      break;
+    }
+    progressed = true;
+    blockedPolls_ = 0;
+    blockedSince_ = 0;
+    if (a == Advance::Failed) {
+      comm.fail(error);
+      continue;
+    }
+    if (a == Advance::Progressed) break;
+    // Done: retire it, then try the next queued operation at once.
+    if (op.forThreads) threadWork_.fetch_sub(1, std::memory_order_acq_rel);
+    Request* request = op.request;
+    head_.store(head + 1, std::memory_order_release);
+    request->channelDone();
+  }
+  busy_.clear(std::memory_order_release);
+  return progressed;
+}
+
+}  // namespace strata

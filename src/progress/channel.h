@@ -1,0 +1,76 @@
+// A channel: the connectors of one slice of every collective, and the queue
+// of operations (plans) waiting to run on them, in issue order.
+//
+// Whoever wants progress calls drive(): the caller of a blocking collective,
+// a thread waiting on a request, or a progress thread. A try-lock makes sure
+// one of them at a time runs the channel; the others move on to other
+// channels or wait. The queue is single-producer (the thread issuing calls on
+// the communicator) and single-consumer (the current driver).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "executor.h"
+#include "request.h"
+
+namespace strata {
+
+// What a channel needs from its communicator when something goes wrong.
+class FailureSink {
+ public:
+  virtual ~FailureSink() = default;
+  virtual bool failed() const = 0;
+  virtual Status failure() const = 0;
+  // Records the first failure and aborts every connector of the communicator.
+  virtual void fail(const Status& why) = 0;
+  virtual double timeoutSeconds() const = 0;
+};
+
+struct ChannelOp {
+  Request* request;
+  OpContext ctx;
+  ChannelPlan plan;
+  size_t cursor;
+  bool forThreads;  // progress threads may drive it (else only its caller)
+};
+
+class Channel {
+ public:
+  static constexpr uint64_t kDepth = 32;
+
+  ChannelLinks links;
+
+  // A free queue entry to fill, or nullptr when kDepth operations are queued.
+  ChannelOp* reserve();
+  // Publishes the entry returned by reserve().
+  void commit();
+
+  bool hasWork() const {
+    return head_.load(std::memory_order_acquire) != tail_.load(std::memory_order_acquire);
+  }
+  bool hasThreadWork() const { return threadWork_.load(std::memory_order_acquire) > 0; }
+
+  // Runs ready steps of queued operations. Returns true if anything moved.
+  bool drive(FailureSink& comm);
+
+  // Every connector of the channel, told that this rank failed.
+  void abortLinks();
+
+ private:
+  void failAll(const Status& why);
+  void noteBlocked(FailureSink& comm, const ChannelOp& op);
+
+  std::atomic_flag busy_ = ATOMIC_FLAG_INIT;
+  ChannelOp ops_[kDepth];
+  std::atomic<uint64_t> head_{0};
+  std::atomic<uint64_t> tail_{0};
+  std::atomic<int> threadWork_{0};
+  PlanExecutor executor_;
+  // Deadline bookkeeping of the current driver, reset on every progress.
+  uint32_t blockedPolls_ = 0;
+  double blockedSince_ = 0;
+  double lastHealthCheck_ = 0;
+};
+
+}  // namespace strata

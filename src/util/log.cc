@@ -1,0 +1,116 @@
+#include "log.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "params.h"
+
+namespace strata::log {
+namespace {
+
+struct SubsysName {
+  Subsys bit;
+  const char* name;
+};
+constexpr SubsysName kNames[] = {{INIT, "INIT"}, {BOOT, "BOOT"},   {TOPO, "TOPO"},
+                                 {SHM, "SHM"},   {NET, "NET"},     {ALGO, "ALGO"},
+                                 {PROGRESS, "PROGRESS"}, {COLL, "COLL"}};
+
+std::atomic<int> gLevel{-1};  // -1: not read yet
+std::atomic<uint32_t> gMask{0};
+std::mutex gMutex;  // serialises lines and the file handle
+FILE* gOut = nullptr;
+char gHost[64] = "";
+thread_local int tRank = -1;
+
+const char* subsysName(Subsys s) {
+  for (const auto& n : kNames)
+    if (n.bit == s) return n.name;
+  return "?";
+}
+
+Level parseLevel(const std::string& s) {
+  if (s == "NONE") return Level::None;
+  if (s == "INFO") return Level::Info;
+  if (s == "TRACE") return Level::Trace;
+  return Level::Warn;
+}
+
+uint32_t parseMask(const std::string& s) {
+  bool exclude = !s.empty() && s[0] == '^';
+  uint32_t mask = 0;
+  size_t pos = exclude ? 1 : 0;
+  while (pos <= s.size()) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    std::string item = s.substr(pos, end - pos);
+    if (item == "ALL") mask = ~0u;
+    for (const auto& n : kNames)
+      if (item == n.name) mask |= n.bit;
+    pos = end + 1;
+  }
+  return exclude ? ~mask : mask;
+}
+
+std::string expandPath(const std::string& pattern) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      if (pattern[i + 1] == 'h') { out += gHost; ++i; continue; }
+      if (pattern[i + 1] == 'p') { out += std::to_string(getpid()); ++i; continue; }
+    }
+    out += pattern[i];
+  }
+  return out;
+}
+
+void ensureRead() {
+  if (gLevel.load(std::memory_order_acquire) < 0) reload();
+}
+
+}  // namespace
+
+void reload() {
+  std::lock_guard<std::mutex> lock(gMutex);
+  gethostname(gHost, sizeof(gHost) - 1);
+  if (gOut && gOut != stderr) fclose(gOut);
+  gOut = stderr;
+  const std::string& file = params::debugFile();
+  if (!file.empty()) {
+    FILE* f = fopen(expandPath(file).c_str(), "a");
+    if (f) gOut = f;
+  }
+  gMask.store(parseMask(params::debugSubsys()), std::memory_order_relaxed);
+  gLevel.store(static_cast<int>(parseLevel(params::debug())), std::memory_order_release);
+}
+
+bool enabled(Level level, Subsys subsys) {
+  ensureRead();
+  return static_cast<int>(level) <= gLevel.load(std::memory_order_relaxed) &&
+         (gMask.load(std::memory_order_relaxed) & subsys);
+}
+
+void setThreadRank(int rank) { tRank = rank; }
+
+void write(Level level, Subsys subsys, const char* file, int line, const char* fmt, ...) {
+  static const char* kLevelNames[] = {"NONE", "WARN", "INFO", "TRACE"};
+  const char* base = std::strrchr(file, '/');
+  base = base ? base + 1 : file;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  std::lock_guard<std::mutex> lock(gMutex);
+  fprintf(gOut ? gOut : stderr, "%s:%d:%d [%s] %s %s:%d %s\n", gHost, static_cast<int>(getpid()),
+          tRank, subsysName(subsys), kLevelNames[static_cast<int>(level)], base, line, msg);
+  fflush(gOut ? gOut : stderr);
+}
+
+}  // namespace strata::log

@@ -1,0 +1,63 @@
+#include "host.h"
+
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "log.h"
+#include "params.h"
+
+namespace strata::topo {
+namespace {
+
+std::string bootId() {
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(f, id);
+  return id;
+}
+
+unsigned long long namespaceInode(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? static_cast<unsigned long long>(st.st_ino) : 0ull;
+}
+
+int cpusAllowed() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  return CPU_COUNT(&set);
+}
+
+}  // namespace
+
+HostInfo probeHost() {
+  HostInfo info;
+  std::memset(&info, 0, sizeof(info));
+  gethostname(info.hostname, sizeof(info.hostname) - 1);
+  const std::string& forced = params::hostId();
+  if (!forced.empty()) {
+    std::snprintf(info.hostId, sizeof(info.hostId), "%s", forced.c_str());
+  } else {
+    // Truncated fields keep the id inside its fixed size; 20 hex digits of the
+    // boot id are plenty to tell machines apart.
+    std::string boot = bootId();
+    std::snprintf(info.hostId, sizeof(info.hostId), "%.24s|%.20s|%llu", info.hostname,
+                  boot.c_str(), namespaceInode("/proc/self/ns/net"));
+  }
+  info.pid = static_cast<int32_t>(getpid());
+  info.pidNamespace = namespaceInode("/proc/self/ns/pid");
+  info.cpusAllowed = cpusAllowed();
+  STRATA_INFO(TOPO, "host id '%s', %d cores in the affinity mask", info.hostId, info.cpusAllowed);
+  return info;
+}
+
+bool sameHost(const HostInfo& a, const HostInfo& b) {
+  return std::strncmp(a.hostId, b.hostId, kHostIdBytes) == 0;
+}
+
+}  // namespace strata::topo

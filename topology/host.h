@@ -1,0 +1,31 @@
+// What a rank knows about the machine it runs on, before talking to anyone:
+// a host fingerprint (ranks with equal fingerprints can share memory) and the
+// cores it may run on. The bootstrap gathers every rank's HostInfo so each
+// rank can tell which peers share its host.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace strata::topo {
+
+constexpr size_t kHostIdBytes = 64;
+
+struct HostInfo {
+  // hostname, kernel boot id and network namespace inode, or STRATA_HOSTID.
+  // Two network namespaces on one machine get different ids: they cannot
+  // reach each other's abstract sockets, and issue-3 tests treat them as hosts.
+  char hostId[kHostIdBytes];
+  char hostname[64];
+  int32_t pid;
+  uint64_t pidNamespace;  // pids of peers mean something only in the same one
+  int32_t cpusAllowed;  // cores in this process's affinity mask
+};
+
+HostInfo probeHost();
+
+bool sameHost(const HostInfo& a, const HostInfo& b);
+
+}  // namespace strata::topo

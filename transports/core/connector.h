@@ -1,0 +1,64 @@
+// Connectors: the seam between algorithms and transports.
+//
+// A connector is a one-directional FIFO of fixed-size slots between two ranks,
+// for one channel. The sender acquires a free slot, fills it and publishes it;
+// the receiver peeks at the oldest published slot, consumes it (reducing
+// straight out of it where it can) and releases it. Nothing blocks: a full or
+// empty FIFO is reported as "not now" (nullptr) and the caller retries later,
+// checking health() and its deadline while it waits.
+//
+// Every published slot carries a SlotTag so the receiver can verify that the
+// sender is running the same operation (collective, datatype, op, count) at
+// the same sequence number: ranks that disagree fail with a clear error instead
+// of silently reducing unrelated bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "status.h"
+
+namespace strata {
+
+struct SlotTag {
+  uint64_t seq;   // operation sequence number on the communicator
+  uint64_t desc;  // packed (collective, datatype, op, count), see OpDesc
+};
+
+class SendConnector {
+ public:
+  virtual ~SendConnector() = default;
+
+  // A writable slot for up to `bytes` (<= slotBytes()) bytes, or nullptr when
+  // all slots are in flight. Small payloads may be placed inline with the
+  // slot's flag, so pass the real size.
+  virtual void* acquire(size_t bytes) = 0;
+
+  // Makes the slot returned by the last acquire() visible to the receiver.
+  virtual void publish(size_t bytes, const SlotTag& tag) = 0;
+
+  virtual size_t slotBytes() const = 0;
+
+  // OK while the receiver is alive and nobody aborted the connection.
+  virtual Status health() = 0;
+
+  // Tells the receiver, now and for good, that this side failed.
+  virtual void abort() = 0;
+};
+
+class RecvConnector {
+ public:
+  virtual ~RecvConnector() = default;
+
+  // The oldest published slot, or nullptr if none is ready. The pointer stays
+  // valid until release().
+  virtual const void* peek(size_t* bytes, SlotTag* tag) = 0;
+
+  // Hands the slot returned by the last peek() back to the sender.
+  virtual void release() = 0;
+
+  virtual Status health() = 0;
+  virtual void abort() = 0;
+};
+
+}  // namespace strata

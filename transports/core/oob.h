@@ -1,0 +1,21 @@
+// Out-of-band exchange used while connecting: the bootstrap network, seen by
+// transports only through this interface (transports know nothing of src/).
+#pragma once
+
+#include <cstddef>
+
+#include "status.h"
+
+namespace strata {
+
+class OutOfBand {
+ public:
+  virtual ~OutOfBand() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // out[r * bytes .. (r + 1) * bytes) receives rank r's `in`.
+  virtual Status allgather(const void* in, void* out, size_t bytes) = 0;
+  virtual Status barrier() = 0;
+};
+
+}  // namespace strata

@@ -1,0 +1,44 @@
+// The transport interface. A transport's only job is to connect ranks with
+// connectors (connector.h) and keep them moving; it never knows which
+// collective runs over them. One folder per transport implements this.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "connector.h"
+#include "host.h"
+#include "oob.h"
+
+namespace strata {
+
+struct ConnectRequest {
+  OutOfBand* oob;
+  const std::vector<topo::HostInfo>* hosts;  // every rank's, indexed by rank
+  std::vector<int> peers;                    // ranks this transport must connect, both ways
+  uint64_t commTag;                          // unique per communicator (names resources)
+  int nchannels;
+  size_t slotBytes;
+  int nslots;
+};
+
+// Connectors by [channel][peer rank]; null where no connection exists.
+struct Connections {
+  std::vector<std::vector<std::unique_ptr<SendConnector>>> send;
+  std::vector<std::vector<std::unique_ptr<RecvConnector>>> recv;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  virtual bool canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const = 0;
+  // Collective: every rank calls it (with its own peers, possibly none). Fills
+  // the entries of `out` for req.peers. The transport outlives its connectors.
+  virtual Status connect(const ConnectRequest& req, Connections& out) = 0;
+};
+
+// Every transport built into this library, in order of preference.
+std::vector<std::unique_ptr<Transport>> makeTransports();
+
+}  // namespace strata

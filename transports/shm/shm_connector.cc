@@ -1,0 +1,113 @@
+#include "shm_connector.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "log.h"
+
+namespace strata::shm {
+
+PeerWatch::PeerWatch(int rank, int pid, bool samePidNamespace) : rank_(rank), pid_(pid) {
+  // A pidfd turns readable when the process exits, even before its parent
+  // reaps it (kill(pid, 0) would still succeed on the zombie).
+  if (samePidNamespace) pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd_ < 0)
+    STRATA_INFO(SHM, "cannot watch rank %d (pid %d): relying on abort flags and the timeout",
+                rank, pid);
+}
+
+PeerWatch::~PeerWatch() {
+  if (pidfd_ >= 0) close(pidfd_);
+}
+
+Status PeerWatch::check() {
+  if (pidfd_ < 0) return Status::ok();
+  pollfd p{pidfd_, POLLIN, 0};
+  if (poll(&p, 1, 0) > 0)
+    return STRATA_ERROR(STRATA_ERR_REMOTE, "rank %d (pid %d on this host) exited during the operation",
+                        rank_, pid_);
+  return Status::ok();
+}
+
+namespace {
+
+Status abortedStatus(const FifoControl* control, const char* direction) {
+  if (control->aborted.load(std::memory_order_acquire))
+    return makeErrorQuiet(STRATA_ERR_REMOTE, "the %s side of a shared-memory connection aborted",
+                          direction);
+  return Status::ok();
+}
+
+}  // namespace
+
+ShmSendConnector::ShmSendConnector(char* fifo, const FifoLayout& layout,
+                                   std::shared_ptr<PeerWatch> peer)
+    : control_(reinterpret_cast<FifoControl*>(fifo)),
+      headers_(reinterpret_cast<SlotHeader*>(fifo + layout.headersOffset())),
+      payload_(fifo + layout.payloadOffset()),
+      layout_(layout),
+      peer_(std::move(peer)) {}
+
+void* ShmSendConnector::acquire(size_t bytes) {
+  const uint64_t nslots = static_cast<uint64_t>(layout_.nslots);
+  if (tail_ - knownConsumed_ >= nslots) {
+    knownConsumed_ = control_->consumed.load(std::memory_order_acquire);
+    if (tail_ - knownConsumed_ >= nslots) return nullptr;
+  }
+  uint64_t index = tail_ % nslots;
+  if (bytes <= kInlineBytes) return headers_[index].inlineData;
+  return payload_ + index * layout_.slotBytes;
+}
+
+void ShmSendConnector::publish(size_t bytes, const SlotTag& tag) {
+  SlotHeader& h = headers_[tail_ % static_cast<uint64_t>(layout_.nslots)];
+  h.tagSeq = tag.seq;
+  h.tagDesc = tag.desc;
+  h.bytes = bytes;
+  ++tail_;
+  h.generation.store(tail_, std::memory_order_release);
+}
+
+Status ShmSendConnector::health() {
+  STRATA_CHECK(abortedStatus(control_, "receiving"));
+  return peer_->check();
+}
+
+void ShmSendConnector::abort() { control_->aborted.store(1, std::memory_order_release); }
+
+ShmRecvConnector::ShmRecvConnector(char* fifo, const FifoLayout& layout,
+                                   std::shared_ptr<PeerWatch> peer)
+    : control_(reinterpret_cast<FifoControl*>(fifo)),
+      headers_(reinterpret_cast<SlotHeader*>(fifo + layout.headersOffset())),
+      payload_(fifo + layout.payloadOffset()),
+      layout_(layout),
+      peer_(std::move(peer)) {}
+
+const void* ShmRecvConnector::peek(size_t* bytes, SlotTag* tag) {
+  uint64_t index = head_ % static_cast<uint64_t>(layout_.nslots);
+  const SlotHeader& h = headers_[index];
+  if (h.generation.load(std::memory_order_acquire) != head_ + 1) return nullptr;
+  *bytes = h.bytes;
+  tag->seq = h.tagSeq;
+  tag->desc = h.tagDesc;
+  if (h.bytes <= kInlineBytes) return h.inlineData;
+  return payload_ + index * layout_.slotBytes;
+}
+
+void ShmRecvConnector::release() {
+  ++head_;
+  control_->consumed.store(head_, std::memory_order_release);
+}
+
+Status ShmRecvConnector::health() {
+  STRATA_CHECK(abortedStatus(control_, "sending"));
+  return peer_->check();
+}
+
+void ShmRecvConnector::abort() { control_->aborted.store(1, std::memory_order_release); }
+
+}  // namespace strata::shm

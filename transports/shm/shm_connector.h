@@ -1,0 +1,64 @@
+// Connectors over a shared-memory FIFO (shm_fifo.h). The receiver reads and
+// reduces straight out of the slots in its own segment; the sender writes
+// into them through its mapping of that segment. Peer death is noticed through
+// a pidfd (PeerWatch), abort through the FIFO's `aborted` word.
+#pragma once
+
+#include <memory>
+
+#include "connector.h"
+#include "shm_fifo.h"
+
+namespace strata::shm {
+
+// Tells whether a process on this host still runs. Shared by all connectors to
+// the same peer.
+class PeerWatch {
+ public:
+  PeerWatch(int rank, int pid, bool samePidNamespace);
+  ~PeerWatch();
+  Status check();
+
+ private:
+  int rank_;
+  int pid_;
+  int pidfd_ = -1;
+};
+
+class ShmSendConnector final : public SendConnector {
+ public:
+  ShmSendConnector(char* fifo, const FifoLayout& layout, std::shared_ptr<PeerWatch> peer);
+  void* acquire(size_t bytes) override;
+  void publish(size_t bytes, const SlotTag& tag) override;
+  size_t slotBytes() const override { return layout_.slotBytes; }
+  Status health() override;
+  void abort() override;
+
+ private:
+  FifoControl* control_;
+  SlotHeader* headers_;
+  char* payload_;
+  FifoLayout layout_;
+  std::shared_ptr<PeerWatch> peer_;
+  uint64_t tail_ = 0;           // slots published
+  uint64_t knownConsumed_ = 0;  // cached copy of control_->consumed
+};
+
+class ShmRecvConnector final : public RecvConnector {
+ public:
+  ShmRecvConnector(char* fifo, const FifoLayout& layout, std::shared_ptr<PeerWatch> peer);
+  const void* peek(size_t* bytes, SlotTag* tag) override;
+  void release() override;
+  Status health() override;
+  void abort() override;
+
+ private:
+  FifoControl* control_;
+  SlotHeader* headers_;
+  char* payload_;
+  FifoLayout layout_;
+  std::shared_ptr<PeerWatch> peer_;
+  uint64_t head_ = 0;  // slots released
+};
+
+}  // namespace strata::shm

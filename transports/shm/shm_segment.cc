@@ -1,0 +1,103 @@
+#include "shm_segment.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "clock.h"
+#include "log.h"
+
+namespace strata::shm {
+
+Segment::~Segment() {
+  unlink();
+  if (base_) munmap(base_, bytes_);
+}
+
+Status Segment::create(const std::string& name, size_t bytes) {
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) {
+    int err = errno;
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "shm_open(%s, O_CREAT) failed: %s", name.c_str(),
+                        errnoText(err).c_str());
+  }
+  name_ = name;
+  ownsName_ = true;
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    int err = errno;
+    close(fd);
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ftruncate(%s, %zu) failed: %s (is /dev/shm full?)",
+                        name.c_str(), bytes, errnoText(err).c_str());
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  int err = errno;
+  close(fd);
+  if (p == MAP_FAILED)
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "mmap(%s, %zu) failed: %s", name.c_str(), bytes,
+                        errnoText(err).c_str());
+  base_ = p;
+  bytes_ = bytes;
+  return Status::ok();
+}
+
+Status Segment::open(const std::string& name, size_t bytes, double deadline) {
+  for (;;) {
+    int fd = shm_open(name.c_str(), O_RDWR, 0600);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= bytes) {
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      int err = errno;
+      close(fd);
+      if (p == MAP_FAILED)
+        return STRATA_ERROR(STRATA_ERR_SYSTEM, "mmap(%s, %zu) failed: %s", name.c_str(), bytes,
+                            errnoText(err).c_str());
+      base_ = p;
+      bytes_ = bytes;
+      return Status::ok();
+    }
+    if (fd >= 0) close(fd);
+    if (nowSeconds() > deadline)
+      return STRATA_ERROR(STRATA_ERR_TIMEOUT, "shared-memory segment %s of a peer did not appear",
+                          name.c_str());
+    std::this_thread::yield();
+  }
+}
+
+void Segment::unlink() {
+  if (ownsName_) shm_unlink(name_.c_str());
+  ownsName_ = false;
+}
+
+std::string segmentName(uint64_t commTag, int rank, int pid) {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "/strata-%016" PRIx64 "-r%d-p%d", commTag, rank, pid);
+  return buf;
+}
+
+void sweepOrphans() {
+  DIR* dir = opendir("/dev/shm");
+  if (!dir) return;
+  while (struct dirent* e = readdir(dir)) {
+    if (std::strncmp(e->d_name, "strata-", 7) != 0) continue;
+    const char* p = std::strstr(e->d_name, "-p");
+    if (!p) continue;
+    int pid = std::atoi(p + 2);
+    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+      std::string name = std::string("/") + e->d_name;
+      if (shm_unlink(name.c_str()) == 0)
+        STRATA_INFO(SHM, "removed %s left by dead process %d", name.c_str(), pid);
+    }
+  }
+  closedir(dir);
+}
+
+}  // namespace strata::shm

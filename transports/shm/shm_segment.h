@@ -1,0 +1,43 @@
+// A POSIX shared-memory segment. Its name is unlinked as soon as every peer
+// has mapped it, so nothing is left in /dev/shm when a process dies later;
+// segments orphaned by a process killed during setup are swept by the next
+// communicator created on the host (their names carry the creator's pid).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "status.h"
+
+namespace strata::shm {
+
+class Segment {
+ public:
+  Segment() = default;
+  ~Segment();
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  // Creates and maps a zero-filled segment, pre-faulted.
+  Status create(const std::string& name, size_t bytes);
+  // Maps a peer's segment, waiting until it exists and has its size.
+  Status open(const std::string& name, size_t bytes, double deadline);
+  // Removes the name (the mapping stays valid).
+  void unlink();
+
+  char* base() const { return static_cast<char*>(base_); }
+
+ private:
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  std::string name_;
+  bool ownsName_ = false;
+};
+
+// "/strata-<commTag>-r<rank>-p<pid>"
+std::string segmentName(uint64_t commTag, int rank, int pid);
+
+// Unlinks /dev/shm/strata-* segments whose creating process no longer exists.
+void sweepOrphans();
+
+}  // namespace strata::shm

@@ -1,0 +1,77 @@
+#include "shm_transport.h"
+
+#include <algorithm>
+
+#include "clock.h"
+#include "log.h"
+#include "params.h"
+
+namespace strata::shm {
+namespace {
+
+// Ranks sharing `rank`'s host, ascending: the FIFO index of a sender in a
+// receiver's segment is its position in the receiver's group.
+std::vector<int> hostGroup(const std::vector<topo::HostInfo>& hosts, int rank) {
+  std::vector<int> group;
+  for (int r = 0; r < static_cast<int>(hosts.size()); ++r)
+    if (topo::sameHost(hosts[r], hosts[rank])) group.push_back(r);
+  return group;
+}
+
+int indexIn(const std::vector<int>& group, int rank) {
+  return static_cast<int>(std::lower_bound(group.begin(), group.end(), rank) - group.begin());
+}
+
+}  // namespace
+
+bool ShmTransport::canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const {
+  return topo::sameHost(self, peer);
+}
+
+Status ShmTransport::connect(const ConnectRequest& req, Connections& out) {
+  const auto& hosts = *req.hosts;
+  const int me = req.oob->rank();
+  const FifoLayout layout{(req.slotBytes + 4095) & ~size_t(4095), req.nslots};
+  const size_t fifoBytes = (layout.totalBytes() + kCacheLine - 1) & ~(kCacheLine - 1);
+  const double deadline = nowSeconds() + params::timeout();
+
+  const std::vector<int> myGroup = hostGroup(hosts, me);
+  if (!req.peers.empty()) {
+    sweepOrphans();
+    auto own = std::make_unique<Segment>();
+    size_t bytes = fifoBytes * req.nchannels * myGroup.size();
+    STRATA_CHECK(own->create(segmentName(req.commTag, me, hosts[me].pid), bytes));
+    STRATA_INFO(SHM, "segment of %zu bytes for %zu local senders x %d channels", bytes,
+                myGroup.size() - 1, req.nchannels);
+    segments_.push_back(std::move(own));
+  }
+  // Every rank's segment exists before anyone maps a peer's.
+  STRATA_CHECK(req.oob->barrier());
+
+  std::vector<std::unique_ptr<Segment>> mapped;
+  for (int peer : req.peers) {
+    std::vector<int> peerGroup = hostGroup(hosts, peer);
+    auto seg = std::make_unique<Segment>();
+    STRATA_CHECK(seg->open(segmentName(req.commTag, peer, hosts[peer].pid),
+                           fifoBytes * req.nchannels * peerGroup.size(), deadline));
+    auto watch = std::make_shared<PeerWatch>(peer, hosts[peer].pid,
+                                             hosts[peer].pidNamespace == hosts[me].pidNamespace);
+    int myIndexThere = indexIn(peerGroup, me);
+    int peerIndexHere = indexIn(myGroup, peer);
+    for (int ch = 0; ch < req.nchannels; ++ch) {
+      char* sendFifo = seg->base() + fifoBytes * (ch * peerGroup.size() + myIndexThere);
+      char* recvFifo = segments_[0]->base() + fifoBytes * (ch * myGroup.size() + peerIndexHere);
+      out.send[ch][peer] = std::make_unique<ShmSendConnector>(sendFifo, layout, watch);
+      out.recv[ch][peer] = std::make_unique<ShmRecvConnector>(recvFifo, layout, watch);
+    }
+    mapped.push_back(std::move(seg));
+  }
+  // Once every peer has mapped our segment its name can go: from here on a
+  // crash leaves nothing behind in /dev/shm.
+  STRATA_CHECK(req.oob->barrier());
+  if (!segments_.empty()) segments_[0]->unlink();
+  for (auto& seg : mapped) segments_.push_back(std::move(seg));
+  return Status::ok();
+}
+
+}  // namespace strata::shm

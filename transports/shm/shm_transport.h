@@ -1,0 +1,25 @@
+// Shared memory between ranks of one host. Each rank owns one segment holding
+// the FIFOs of all its incoming connections (per channel, per local sender);
+// peers map it to write into those FIFOs. See README.md.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "shm_connector.h"
+#include "shm_segment.h"
+#include "transport.h"
+
+namespace strata::shm {
+
+class ShmTransport final : public Transport {
+ public:
+  const char* name() const override { return "shm"; }
+  bool canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const override;
+  Status connect(const ConnectRequest& req, Connections& out) override;
+
+ private:
+  std::vector<std::unique_ptr<Segment>> segments_;  // own first, then peers'
+};
+
+}  // namespace strata::shm
