@@ -25,3 +25,19 @@ std::string OpDesc::describe() const {
 }
 
 }  // namespace strata
+
+extern "C" STRATA_API size_t strata_datatype_size(strata_datatype_t datatype) {
+  switch (datatype) {
+    case STRATA_INT8:
+    case STRATA_UINT8: return 1;
+    case STRATA_FLOAT16:
+    case STRATA_BFLOAT16: return 2;
+    case STRATA_INT32:
+    case STRATA_UINT32:
+    case STRATA_FLOAT32: return 4;
+    case STRATA_INT64:
+    case STRATA_UINT64:
+    case STRATA_FLOAT64: return 8;
+    default: return 0;
+  }
+}
