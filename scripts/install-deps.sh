@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs everything strata needs to build, test and benchmark on Debian 12,
+# from Debian's own packages. Does nothing when all are present already.
+set -euo pipefail
+
+packages=(
+  meson ninja-build g++ pkg-config python3      # build
+  libgtest-dev libgmock-dev                     # tests
+  libbenchmark-dev                              # kernel microbenchmarks
+  libopenmpi-dev openmpi-bin                    # bench/compare's MPI reference
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "installing: ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is missing, build, run every test; then
+# build again with AddressSanitizer and UndefinedBehaviorSanitizer and run the
+# suite once more. Ends with a line "N passed, N failed, N skipped".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh || exit 1
+
+passed=0 failed=0 skipped=0
+shm_before=$(ls /dev/shm 2>/dev/null | grep '^strata-' | sort || true)
+run_suite() {  # build-dir, label, meson-setup-args...
+  local dir=$1 label=$2
+  shift 2
+  echo "=== $label: build ($dir)"
+  BUILD_DIR="$dir" scripts/build.sh "$@" || { failed=$((failed + 1)); return; }
+  echo "=== $label: meson test"
+  meson test -C "$dir" --print-errorlogs --num-processes 2
+  local log="$dir/meson-logs/testlog.json"
+  local counts
+  counts=$(python3 - "$log" <<'PY'
+import json, sys
+p = f = s = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)["result"]
+    if r in ("OK", "EXPECTEDFAIL"): p += 1
+    elif r == "SKIP": s += 1
+    else: f += 1
+print(p, f, s)
+PY
+)
+  read -r p f s <<<"$counts"
+  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+}
+
+run_suite build "release"
+# Under ASan, shared memory and fork work as usual; leaks are reported too.
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  run_suite build-asan "address+undefined sanitizers" -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Db_lundef=false
+
+shm_after=$(ls /dev/shm 2>/dev/null | grep '^strata-' | sort || true)
+leftovers=$(comm -13 <(echo "$shm_before") <(echo "$shm_after") | grep . || true)
+if [ -n "$leftovers" ]; then
+  echo "FAIL: the suite left strata segments in /dev/shm:"; echo "$leftovers"
+  failed=$((failed + 1))
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
