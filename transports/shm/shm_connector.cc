@@ -28,17 +28,15 @@ Status PeerWatch::check() {
   if (pidfd_ < 0) return Status::ok();
   pollfd p{pidfd_, POLLIN, 0};
   if (poll(&p, 1, 0) > 0)
-    return STRATA_ERROR(STRATA_ERR_REMOTE, "rank %d (pid %d on this host) exited during the operation",
-                        rank_, pid_);
+    return makeErrorQuiet(STRATA_ERR_REMOTE, "rank %d (pid %d on this host) exited", rank_, pid_);
   return Status::ok();
 }
 
 namespace {
 
-Status abortedStatus(const FifoControl* control, const char* direction) {
+Status abortedStatus(const FifoControl* control, int peer) {
   if (control->aborted.load(std::memory_order_acquire))
-    return makeErrorQuiet(STRATA_ERR_REMOTE, "the %s side of a shared-memory connection aborted",
-                          direction);
+    return makeErrorQuiet(STRATA_ERR_REMOTE, "rank %d failed or aborted the communicator", peer);
   return Status::ok();
 }
 
@@ -73,7 +71,7 @@ void ShmSendConnector::publish(size_t bytes, const SlotTag& tag) {
 }
 
 Status ShmSendConnector::health() {
-  STRATA_CHECK(abortedStatus(control_, "receiving"));
+  STRATA_CHECK(abortedStatus(control_, peer_->rank()));
   return peer_->check();
 }
 
@@ -104,7 +102,7 @@ void ShmRecvConnector::release() {
 }
 
 Status ShmRecvConnector::health() {
-  STRATA_CHECK(abortedStatus(control_, "sending"));
+  STRATA_CHECK(abortedStatus(control_, peer_->rank()));
   return peer_->check();
 }
 

@@ -18,6 +18,7 @@ class PeerWatch {
   PeerWatch(int rank, int pid, bool samePidNamespace);
   ~PeerWatch();
   Status check();
+  int rank() const { return rank_; }
 
  private:
   int rank_;
