@@ -26,12 +26,17 @@ struct AllreduceChoice {
   int nchannels;  // channels the plan uses (<= shape.nchannels)
 };
 
+enum class ForcedAlgo { None, Ring, OneShot };
+
 struct AllreduceTuning {
-  std::string forced;   // STRATA_ALGO: "", "ring" or "oneshot"
+  ForcedAlgo forced;    // STRATA_ALGO
   size_t oneshotBytes;  // STRATA_ONESHOT_BYTES
 };
 
 const char* algoName(AllreduceAlgo algo);
+
+// Parses STRATA_ALGO ("", "ring", "oneshot"); INVALID_ARGUMENT otherwise.
+Status parseForcedAlgo(const std::string& text, ForcedAlgo* out);
 
 // Picks the algorithm for `count` elements. One-shot when the whole buffer
 // fits one slot and is at most tuning.oneshotBytes: one hop, no pipeline.

@@ -56,7 +56,8 @@ Status Comm::init(const boot::BootstrapConfig& config) {
   if (nchannels == 0) nchannels = std::clamp(self.cpusAllowed / std::max(1, localRanks), 1, 4);
   spins_ = chooseSpins(params::spinCount(), localRanks, self.cpusAllowed);
   shape_ = PlanShape{rank_, nranks_, nchannels, static_cast<size_t>(slotBytes), 0};
-  tuning_ = AllreduceTuning{params::algo(), static_cast<size_t>(std::max<int64_t>(0, params::oneshotBytes()))};
+  tuning_.oneshotBytes = static_cast<size_t>(std::max<int64_t>(0, params::oneshotBytes()));
+  STRATA_CHECK(parseForcedAlgo(params::algo(), &tuning_.forced));
   streamingBytes_ = static_cast<size_t>(std::max<int64_t>(0, params::streamingStores()));
   isa_ = reduce::selectedIsa();
 

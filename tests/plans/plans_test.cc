@@ -222,16 +222,19 @@ TEST(Plans, MismatchedOperationIsReported) {
 TEST(Plans, SelectionFollowsSizeAndOverrides) {
   PlanShape shape{0, 4, 2, 262144, 4};
   AllreduceChoice c;
-  ASSERT_TRUE(chooseAllreduce(shape, 2, {"", 16384}, &c).isOk());
+  ASSERT_TRUE(chooseAllreduce(shape, 2, {ForcedAlgo::None, 16384}, &c).isOk());
   EXPECT_EQ(c.algo, AllreduceAlgo::OneShot);
-  ASSERT_TRUE(chooseAllreduce(shape, 1 << 20, {"", 16384}, &c).isOk());
+  ASSERT_TRUE(chooseAllreduce(shape, 1 << 20, {ForcedAlgo::None, 16384}, &c).isOk());
   EXPECT_EQ(c.algo, AllreduceAlgo::Ring);
   EXPECT_EQ(c.nchannels, 2);
-  ASSERT_TRUE(chooseAllreduce(shape, 2, {"ring", 16384}, &c).isOk());
+  ASSERT_TRUE(chooseAllreduce(shape, 2, {ForcedAlgo::Ring, 16384}, &c).isOk());
   EXPECT_EQ(c.algo, AllreduceAlgo::Ring);
   EXPECT_EQ(c.nchannels, 1);
-  EXPECT_EQ(chooseAllreduce(shape, 1 << 20, {"oneshot", 16384}, &c).code(), STRATA_ERR_INVALID_USAGE);
-  EXPECT_EQ(chooseAllreduce(shape, 2, {"bogus", 16384}, &c).code(), STRATA_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(chooseAllreduce(shape, 1 << 20, {ForcedAlgo::OneShot, 16384}, &c).code(), STRATA_ERR_INVALID_USAGE);
+  ForcedAlgo forced;
+  EXPECT_EQ(parseForcedAlgo("bogus", &forced).code(), STRATA_ERR_INVALID_ARGUMENT);
+  ASSERT_TRUE(parseForcedAlgo("oneshot", &forced).isOk());
+  EXPECT_EQ(forced, ForcedAlgo::OneShot);
 }
 
 }  // namespace
