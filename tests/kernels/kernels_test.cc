@@ -12,79 +12,17 @@
 #include <vector>
 
 #include "reduce.h"
+#include "reference.h"
 
 namespace strata::reduce {
 namespace {
 
-// ---- reference codecs, from the IEEE 754 binary16 / bfloat16 layouts ----
-
-double refHalfToDouble(uint16_t h) {
-  int sign = (h >> 15) ? -1 : 1;
-  int exp = (h >> 10) & 31;
-  int mant = h & 1023;
-  if (exp == 31) return mant ? NAN : sign * INFINITY;
-  if (exp == 0) return sign * std::ldexp(mant, -24);
-  return sign * std::ldexp(1024 + mant, exp - 25);
-}
-
-// Rounds a double (which holds the exact float32 result) to the nearest
-// binary16, ties to even, by searching the representable neighbours.
-uint16_t refDoubleToHalf(double v) {
-  if (std::isnan(v)) return 0x7e00;
-  uint16_t sign = std::signbit(v) ? 0x8000 : 0;
-  double a = std::fabs(v);
-  if (a >= 65520.0) return sign | 0x7c00;
-  // Candidates: every positive finite half is monotone in its bits.
-  uint16_t lo = 0, hi = 0x7bff;
-  while (lo < hi) {  // largest bits with value <= a
-    uint16_t mid = static_cast<uint16_t>((lo + hi + 1) / 2);
-    if (refHalfToDouble(mid) <= a) lo = mid; else hi = static_cast<uint16_t>(mid - 1);
-  }
-  double below = refHalfToDouble(lo);
-  if (below == a || lo == 0x7bff) return sign | lo;
-  double above = refHalfToDouble(static_cast<uint16_t>(lo + 1));
-  if (a - below < above - a) return sign | lo;
-  if (a - below > above - a) return sign | static_cast<uint16_t>(lo + 1);
-  return sign | ((lo & 1) ? static_cast<uint16_t>(lo + 1) : lo);
-}
-
-double refBf16ToDouble(uint16_t b) {
-  uint32_t u = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-uint16_t refFloatToBf16(float f) {
-  if (std::isnan(f)) return 0x7fc0;
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  uint32_t lower = u & 0xffff;
-  uint32_t upper = u >> 16;
-  if (lower > 0x8000 || (lower == 0x8000 && (upper & 1))) ++upper;
-  return static_cast<uint16_t>(upper);
-}
-
-// ---- reference reduction of one element, from the API's definitions ----
-
-template <typename T>
-T refInt(T a, T b, strata_op_t op) {
-  using U = std::make_unsigned_t<T>;
-  switch (op) {
-    case STRATA_SUM: case STRATA_AVG: return static_cast<T>(static_cast<U>(U(a) + U(b)));
-    case STRATA_PROD: return static_cast<T>(static_cast<U>(uint64_t(U(a)) * uint64_t(U(b))));
-    case STRATA_MIN: return std::min(a, b);
-    default: return std::max(a, b);
-  }
-}
-
-double refFloat(double a, double b, strata_op_t op) {
-  if (op == STRATA_MIN || op == STRATA_MAX) {
-    if (std::isnan(a) || std::isnan(b)) return NAN;
-    return op == STRATA_MIN ? std::min(a, b) : std::max(a, b);
-  }
-  return op == STRATA_PROD ? a * b : a + b;
-}
+using test::bf16ToDouble;
+using test::combineFloat;
+using test::combineInt;
+using test::doubleToHalf;
+using test::floatToBf16;
+using test::halfToDouble;
 
 const strata_datatype_t kTypes[] = {STRATA_INT8,    STRATA_UINT8,    STRATA_INT32,   STRATA_UINT32,
                                     STRATA_INT64,   STRATA_UINT64,   STRATA_FLOAT16, STRATA_BFLOAT16,
@@ -107,8 +45,8 @@ void fill(std::vector<uint8_t>& buf, strata_datatype_t dt, size_t count, std::mt
     switch (dt) {
       case STRATA_FLOAT32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
       case STRATA_FLOAT64: std::memcpy(p, &v, 8); break;
-      case STRATA_FLOAT16: { uint16_t h = refDoubleToHalf(v); std::memcpy(p, &h, 2); break; }
-      case STRATA_BFLOAT16: { uint16_t h = refFloatToBf16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+      case STRATA_FLOAT16: { uint16_t h = doubleToHalf(v); std::memcpy(p, &h, 2); break; }
+      case STRATA_BFLOAT16: { uint16_t h = floatToBf16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
       default: break;  // integers keep their random bits
     }
   }
@@ -122,7 +60,7 @@ void reference(uint8_t* out, const uint8_t* a, const uint8_t* b, size_t i, strat
     T x, y;
     std::memcpy(&x, a + i * s, s);
     std::memcpy(&y, b + i * s, s);
-    T r = refInt<T>(x, y, op);
+    T r = combineInt<T>(x, y, op);
     std::memcpy(out, &r, s);
   };
   switch (dt) {
@@ -136,7 +74,7 @@ void reference(uint8_t* out, const uint8_t* a, const uint8_t* b, size_t i, strat
       float x, y;
       std::memcpy(&x, a + i * 4, 4);
       std::memcpy(&y, b + i * 4, 4);
-      float r = static_cast<float>(refFloat(x, y, op));  // exact sum/product rounded once
+      float r = static_cast<float>(combineFloat(x, y, op));  // exact sum/product rounded once
       if (std::isnan(r)) { std::memset(out, 0xff, 4); return; }  // any NaN: checked separately
       std::memcpy(out, &r, 4);
       return;
@@ -145,7 +83,7 @@ void reference(uint8_t* out, const uint8_t* a, const uint8_t* b, size_t i, strat
       double x, y;
       std::memcpy(&x, a + i * 8, 8);
       std::memcpy(&y, b + i * 8, 8);
-      double r = refFloat(x, y, op);
+      double r = combineFloat(x, y, op);
       if (std::isnan(r)) { std::memset(out, 0xff, 8); return; }
       std::memcpy(out, &r, 8);
       return;
@@ -155,12 +93,12 @@ void reference(uint8_t* out, const uint8_t* a, const uint8_t* b, size_t i, strat
       std::memcpy(&x, a + i * 2, 2);
       std::memcpy(&y, b + i * 2, 2);
       bool bf = dt == STRATA_BFLOAT16;
-      double dx = bf ? refBf16ToDouble(x) : refHalfToDouble(x);
-      double dy = bf ? refBf16ToDouble(y) : refHalfToDouble(y);
+      double dx = bf ? bf16ToDouble(x) : halfToDouble(x);
+      double dy = bf ? bf16ToDouble(y) : halfToDouble(y);
       // float32 computation: sums/products of two narrow values are exact in
       // double, then rounded to float32 and on to the narrow type.
-      float f = static_cast<float>(refFloat(dx, dy, op));
-      uint16_t r = bf ? refFloatToBf16(f) : refDoubleToHalf(static_cast<double>(f));
+      float f = static_cast<float>(combineFloat(dx, dy, op));
+      uint16_t r = bf ? floatToBf16(f) : doubleToHalf(static_cast<double>(f));
       std::memcpy(out, &r, 2);
     }
   }
@@ -249,13 +187,13 @@ TEST(Kernels, ScaleDownDividesOnce) {
   double f64[] = {10.0};
   scaleDown(f64, f64, 1, STRATA_FLOAT64, 4);
   EXPECT_EQ(f64[0], 2.5);
-  uint16_t h[] = {refDoubleToHalf(3.0), refDoubleToHalf(1.0)};
+  uint16_t h[] = {doubleToHalf(3.0), doubleToHalf(1.0)};
   scaleDown(h, h, 2, STRATA_FLOAT16, 3);
-  EXPECT_EQ(h[0], refDoubleToHalf(1.0));
-  EXPECT_EQ(h[1], refDoubleToHalf(static_cast<double>(1.0f / 3.0f)));
-  uint16_t bf[] = {refFloatToBf16(6.0f)};
+  EXPECT_EQ(h[0], doubleToHalf(1.0));
+  EXPECT_EQ(h[1], doubleToHalf(static_cast<double>(1.0f / 3.0f)));
+  uint16_t bf[] = {floatToBf16(6.0f)};
   scaleDown(bf, bf, 1, STRATA_BFLOAT16, 4);
-  EXPECT_EQ(bf[0], refFloatToBf16(1.5f));
+  EXPECT_EQ(bf[0], floatToBf16(1.5f));
 }
 
 TEST(Kernels, HalfSubnormalsAndOverflowRound) {
