@@ -10,8 +10,7 @@
 namespace strata::reduce {
 
 struct KernelSet {
-  ReduceFn regular[STRATA_NUM_DATATYPES][STRATA_NUM_OPS];
-  ReduceFn streaming[STRATA_NUM_DATATYPES][STRATA_NUM_OPS];
+  ReduceFn reduce[STRATA_NUM_DATATYPES][STRATA_NUM_OPS];
   void (*streamCopy)(void* dst, const void* src, size_t bytes);
 };
 

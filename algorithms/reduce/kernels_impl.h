@@ -2,7 +2,7 @@
 // AVX2, AVX-512: see kernels_*.cc), each time with different -m flags so the
 // compiler vectorises them for that instruction set. Before including this
 // file, a kernels_<isa>.cc defines STRATA_ISA_NS and the conversion and
-// streaming helpers below for its instruction set:
+// streaming-copy helpers below for its instruction set:
 //   void halfToFloatN(float*, const uint16_t*, size_t);
 //   void floatToHalfN(uint16_t*, const float*, size_t);
 //   void streamCopyImpl(void* dst, const void* src, size_t bytes);
@@ -95,22 +95,8 @@ void reduceNarrow(void* dst, const void* a, const void* b, size_t n) {
   }
 }
 
-// Streaming form: compute a block into L1 scratch, then stream it out, so
-// the result never occupies the cache on its way to memory.
-template <ReduceFn Regular, size_t Elem>
-void reduceStreaming(void* dst, const void* a, const void* b, size_t n) {
-  alignas(64) char scratch[kBlock * 8];
-  constexpr size_t per = sizeof(scratch) / Elem;
-  for (size_t done = 0; done < n; done += per) {
-    size_t m = n - done < per ? n - done : per;
-    size_t off = done * Elem;
-    Regular(scratch, static_cast<const char*>(a) + off, static_cast<const char*>(b) + off, m);
-    streamCopyImpl(static_cast<char*>(dst) + off, scratch, m * Elem);
-  }
-}
-
 template <strata_datatype_t Dt, strata_op_t Op>
-constexpr ReduceFn regularFor() {
+constexpr ReduceFn kernelFor() {
   if constexpr (Dt == STRATA_INT8) return reduceDirect<int8_t, Op>;
   if constexpr (Dt == STRATA_UINT8) return reduceDirect<uint8_t, Op>;
   if constexpr (Dt == STRATA_INT32) return reduceDirect<int32_t, Op>;
@@ -123,24 +109,9 @@ constexpr ReduceFn regularFor() {
   if constexpr (Dt == STRATA_FLOAT64) return reduceDirect<double, Op>;
 }
 
-constexpr size_t elemSize(strata_datatype_t dt) {
-  switch (dt) {
-    case STRATA_INT8:
-    case STRATA_UINT8: return 1;
-    case STRATA_FLOAT16:
-    case STRATA_BFLOAT16: return 2;
-    case STRATA_INT32:
-    case STRATA_UINT32:
-    case STRATA_FLOAT32: return 4;
-    default: return 8;
-  }
-}
-
 template <strata_datatype_t Dt, strata_op_t Op>
 void fillOne(KernelSet& set) {
-  constexpr ReduceFn regular = regularFor<Dt, Op>();
-  set.regular[Dt][Op] = regular;
-  set.streaming[Dt][Op] = reduceStreaming<regular, elemSize(Dt)>;
+  set.reduce[Dt][Op] = kernelFor<Dt, Op>();
 }
 
 template <strata_datatype_t Dt>

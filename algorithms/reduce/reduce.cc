@@ -49,9 +49,8 @@ void divideNarrow(void* dst, const void* src, size_t n, int divisor) {
 
 }  // namespace
 
-ReduceFn kernel(strata_datatype_t datatype, strata_op_t op, Isa isa, bool streaming) {
-  const KernelSet& set = setFor(isa);
-  return streaming ? set.streaming[datatype][op] : set.regular[datatype][op];
+ReduceFn kernel(strata_datatype_t datatype, strata_op_t op, Isa isa) {
+  return setFor(isa).reduce[datatype][op];
 }
 
 void scaleDown(void* dst, const void* src, size_t count, strata_datatype_t datatype, int divisor) {

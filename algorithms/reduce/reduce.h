@@ -21,13 +21,13 @@ namespace strata::reduce {
 enum class Isa { Portable = 0, Avx2 = 1, Avx512 = 2 };
 
 // dst[i] = a[i] op b[i] for i < count. dst may equal a or b (not partially
-// overlap). streaming=true writes dst with non-temporal stores: for results
-// that will not be read again soon (large final outputs).
+// overlap). Algorithms reduce into cache-hot slots and stream only the final
+// copy to the output (copy() below), so kernels use regular stores.
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);
 
 // The kernel for (datatype, op) in the given instruction set; never null for
 // valid datatype/op and an isa that isSupported().
-ReduceFn kernel(strata_datatype_t datatype, strata_op_t op, Isa isa, bool streaming);
+ReduceFn kernel(strata_datatype_t datatype, strata_op_t op, Isa isa);
 
 // dst[i] = src[i] / divisor (integer types truncate toward zero; float types
 // divide in their computation precision and round once). dst may equal src.

@@ -148,7 +148,7 @@ Status Comm::submitAllreduce(const void* sendbuf, void* recvbuf, size_t count,
   ctx.rank = rank_;
   ctx.nranks = nranks_;
   ctx.tag = SlotTag{++seq_, OpDesc{Coll::Allreduce, datatype, op, count}.pack()};
-  ctx.reduceFn = reduce::kernel(datatype, op, isa_, false);
+  ctx.reduceFn = reduce::kernel(datatype, op, isa_);
   ctx.streamingOutput = count * shape.elemSize >= streamingBytes_;
   STRATA_TRACE(COLL, "allreduce #%llu count %zu %s %s: %s on %d channel(s)",
                (unsigned long long)ctx.tag.seq, count, datatypeName(datatype), opName(op),

@@ -1,8 +1,7 @@
 // Reduction kernels against a reference written here from the definitions:
 // exact wrapped integer arithmetic, double for floats, and an IEEE
 // float16/bfloat16 codec of its own (not the library's half.h). Also: every
-// instruction set this CPU supports gives the same bits, streaming or not,
-// in place or not, at any alignment and tail length.
+// instruction set this CPU supports gives the same bits, in place or not, at any alignment and tail length.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -129,10 +128,9 @@ TEST(Kernels, EveryTypeOpIsaAndLengthMatchesReference) {
         fill(b, dt, count, rng);
         const size_t s = sizeOf(dt);
         for (Isa isa : supportedIsas())
-          for (bool streaming : {false, true})
-            for (size_t misalign : {size_t(0), s == 1 ? size_t(3) : s}) {
+          for (size_t misalign : {size_t(0), s == 1 ? size_t(3) : s}) {
               got.assign(count * s + 64, 0xcd);
-              kernel(dt, op, isa, streaming)(got.data() + misalign, a.data(), b.data(), count);
+              kernel(dt, op, isa)(got.data() + misalign, a.data(), b.data(), count);
               for (size_t i = 0; i < count; ++i) {
                 reference(want.data(), a.data(), b.data(), i, dt, op);
                 const uint8_t* g = got.data() + misalign + i * s;
@@ -142,7 +140,7 @@ TEST(Kernels, EveryTypeOpIsaAndLengthMatchesReference) {
                   ASSERT_TRUE(isNaNBits(g, dt)) << "dt=" << dt << " op=" << op << " i=" << i;
                 } else {
                   ASSERT_EQ(std::memcmp(g, want.data(), s), 0)
-                      << "dt=" << dt << " op=" << op << " isa=" << isaName(isa) << " streaming=" << streaming
+                      << "dt=" << dt << " op=" << op << " isa=" << isaName(isa)
                       << " count=" << count << " i=" << i;
                 }
               }
@@ -162,7 +160,7 @@ TEST(Kernels, InstructionSetsAgreeBitwiseInPlace) {
       std::vector<uint8_t> first;
       for (Isa isa : supportedIsas()) {
         std::vector<uint8_t> inplace = a;
-        kernel(dt, op, isa, false)(inplace.data(), inplace.data(), b.data(), count);
+        kernel(dt, op, isa)(inplace.data(), inplace.data(), b.data(), count);
         inplace.resize(count * sizeOf(dt));
         if (first.empty()) first = inplace;
         ASSERT_EQ(inplace, first) << "isa " << isaName(isa) << " dt=" << dt << " op=" << op;
@@ -202,7 +200,7 @@ TEST(Kernels, HalfSubnormalsAndOverflowRound) {
   uint16_t b[] = {0x0001, 0x7bff, 0x8001, 0x0001};
   uint16_t out[4];
   for (Isa isa : supportedIsas()) {
-    kernel(STRATA_FLOAT16, STRATA_SUM, isa, false)(out, a, b, 4);
+    kernel(STRATA_FLOAT16, STRATA_SUM, isa)(out, a, b, 4);
     EXPECT_EQ(out[0], 0x0002) << isaName(isa);
     EXPECT_EQ(out[1], 0x7c00) << isaName(isa);  // overflow to +inf
     EXPECT_EQ(out[2], 0x03ff) << isaName(isa);  // normal minus subnormal
