@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, build, run every test; then
 # build again with AddressSanitizer and UndefinedBehaviorSanitizer and run the
-# suite once more. Ends with a line "N passed, N failed, N skipped".
+# suite once more; then ThreadSanitizer over the tests that drive the progress
+# engine's threads, aborts and failures. Ends with "N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh || exit 1
 
 passed=0 failed=0 skipped=0
 shm_before=$(ls /dev/shm 2>/dev/null | grep '^strata-' | sort || true)
-run_suite() {  # build-dir, label, meson-setup-args...
-  local dir=$1 label=$2
-  shift 2
+run_suite() {  # build-dir, label, "tests to run (empty: all)", meson-setup-args...
+  local dir=$1 label=$2 tests=$3
+  shift 3
   echo "=== $label: build ($dir)"
   BUILD_DIR="$dir" scripts/build.sh "$@" || { failed=$((failed + 1)); return; }
-  echo "=== $label: meson test"
-  meson test -C "$dir" --print-errorlogs --num-processes 2
+  echo "=== $label: meson test $tests"
+  # shellcheck disable=SC2086
+  meson test -C "$dir" --print-errorlogs --num-processes 2 $tests
   local log="$dir/meson-logs/testlog.json"
   local counts
   counts=$(python3 - "$log" <<'PY'
@@ -32,10 +34,15 @@ PY
   passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 }
 
-run_suite build "release"
+run_suite build "release" ""
 # Under ASan, shared memory and fork work as usual; leaks are reported too.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  run_suite build-asan "address+undefined sanitizers" -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Db_lundef=false
+  run_suite build-asan "address+undefined sanitizers" "" \
+  -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Db_lundef=false
+# A TSan report makes the reporting process exit non-zero, failing its test.
+TSAN_OPTIONS=halt_on_error=1 \
+  run_suite build-tsan "thread sanitizer" "plans api robustness" \
+  -Db_sanitize=thread -Dbuildtype=debugoptimized -Db_lundef=false
 
 shm_after=$(ls /dev/shm 2>/dev/null | grep '^strata-' | sort || true)
 leftovers=$(comm -13 <(echo "$shm_before") <(echo "$shm_after") | grep . || true)

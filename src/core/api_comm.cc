@@ -62,11 +62,10 @@ Status initEnv(strata_comm_t* comm) {
   STRATA_CHECK(parseEnvInt("MASTER_PORT", 1, 65535, &port));
   const char* masterAddr = std::getenv("MASTER_ADDR");
   if (!masterAddr || !*masterAddr) return STRATA_INVALID_ARG("environment variable MASTER_ADDR is not set");
-  if (const char* local = std::getenv("LOCAL_RANK")) {
-    long ignored = 0;
-    STRATA_CHECK(parseEnvInt("LOCAL_RANK", 0, INT_MAX, &ignored));
-    (void)local;
-  }
+  // LOCAL_RANK is optional (shared memory is found from host fingerprints),
+  // but a malformed one points at a broken launch script: say so.
+  long localRank = 0;
+  if (std::getenv("LOCAL_RANK")) STRATA_CHECK(parseEnvInt("LOCAL_RANK", 0, INT_MAX, &localRank));
 
   boot::SockAddr master;
   STRATA_CHECK(boot::resolve(masterAddr, static_cast<int>(port), &master));
@@ -88,10 +87,13 @@ Status initEnv(strata_comm_t* comm) {
   // (and no stray process) is told, so at least foreign jobs are kept out.
   std::string job = std::string(masterAddr) + "|" + std::to_string(port) + "|" + std::to_string(size);
   if (const char* run = std::getenv("TORCHELASTIC_RUN_ID")) job += std::string("|") + run;
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (char c : job) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
-  for (size_t i = 0; i < boot::kSecretBytes; ++i) config.id.secret[i] = static_cast<uint8_t>(h >> (8 * (i % 8)) ^ i);
-  STRATA_INFO(INIT, "env init: rank %ld of %ld, master %s", rank, size, boot::toString(master).c_str());
+  uint64_t h[2] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
+  for (char c : job)
+    for (uint64_t& x : h) x = (x ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+  static_assert(sizeof(h) == boot::kSecretBytes, "two 64-bit hashes fill the secret");
+  std::memcpy(config.id.secret, h, sizeof(h));
+  STRATA_INFO(INIT, "env init: rank %ld of %ld (local rank %ld), master %s", rank, size, localRank,
+              boot::toString(master).c_str());
   return initComm(comm, config);
 }
 
