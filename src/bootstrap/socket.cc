@@ -151,13 +151,21 @@ Status connectTo(const SockAddr& addr, double deadline, int* fd) {
                       toString(addr).c_str(), params::timeout(), errnoText(lastErr).c_str());
 }
 
-Status sendAll(int fd, const void* data, size_t bytes, double deadline, const char* peer) {
-  const char* p = static_cast<const char*>(data);
+namespace {
+
+// Moves all `bytes` through `io` (a non-blocking send or recv), waiting for
+// `events` between partial transfers, until the deadline.
+template <typename Io>
+Status transferAll(int fd, char* p, size_t bytes, double deadline, const char* peer, short events,
+                   const char* verb, Io io) {
   while (bytes > 0) {
-    if (!waitFor(fd, POLLOUT, deadline))
-      return STRATA_ERROR(STRATA_ERR_TIMEOUT, "bootstrap send to %s timed out", peer);
-    ssize_t n = send(fd, p, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (!waitFor(fd, events, deadline))
+      return STRATA_ERROR(STRATA_ERR_TIMEOUT, "bootstrap %s %s timed out", verb, peer);
+    ssize_t n = io(fd, p, bytes);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n == 0 && events == POLLIN)
+      return STRATA_ERROR(STRATA_ERR_REMOTE, "%s closed its bootstrap connection (did it exit or fail?)",
+                          peer);
     if (n <= 0) {
       int err = errno;
       return STRATA_ERROR(STRATA_ERR_REMOTE, "bootstrap connection to %s failed: %s", peer,
@@ -169,25 +177,16 @@ Status sendAll(int fd, const void* data, size_t bytes, double deadline, const ch
   return Status::ok();
 }
 
+}  // namespace
+
+Status sendAll(int fd, const void* data, size_t bytes, double deadline, const char* peer) {
+  return transferAll(fd, static_cast<char*>(const_cast<void*>(data)), bytes, deadline, peer, POLLOUT,
+                     "send to", [](int s, char* p, size_t n) { return send(s, p, n, MSG_NOSIGNAL | MSG_DONTWAIT); });
+}
+
 Status recvAll(int fd, void* data, size_t bytes, double deadline, const char* peer) {
-  char* p = static_cast<char*>(data);
-  while (bytes > 0) {
-    if (!waitFor(fd, POLLIN, deadline))
-      return STRATA_ERROR(STRATA_ERR_TIMEOUT, "bootstrap receive from %s timed out", peer);
-    ssize_t n = recv(fd, p, bytes, MSG_DONTWAIT);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n == 0)
-      return STRATA_ERROR(STRATA_ERR_REMOTE, "%s closed its bootstrap connection (did it exit or fail?)",
-                          peer);
-    if (n < 0) {
-      int err = errno;
-      return STRATA_ERROR(STRATA_ERR_REMOTE, "bootstrap connection to %s failed: %s", peer,
-                          errnoText(err).c_str());
-    }
-    p += n;
-    bytes -= static_cast<size_t>(n);
-  }
-  return Status::ok();
+  return transferAll(fd, static_cast<char*>(data), bytes, deadline, peer, POLLIN, "receive from",
+                     [](int s, char* p, size_t n) { return recv(s, p, n, MSG_DONTWAIT); });
 }
 
 }  // namespace strata::boot

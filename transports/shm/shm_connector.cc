@@ -32,23 +32,20 @@ Status PeerWatch::check() {
   return Status::ok();
 }
 
-namespace {
-
-Status abortedStatus(const FifoControl* control, int peer) {
-  if (control->aborted.load(std::memory_order_acquire))
-    return makeErrorQuiet(STRATA_ERR_REMOTE, "rank %d failed or aborted the communicator", peer);
-  return Status::ok();
-}
-
-}  // namespace
-
-ShmSendConnector::ShmSendConnector(char* fifo, const FifoLayout& layout,
-                                   std::shared_ptr<PeerWatch> peer)
+FifoEnd::FifoEnd(char* fifo, const FifoLayout& layout, std::shared_ptr<PeerWatch> peer)
     : control_(reinterpret_cast<FifoControl*>(fifo)),
       headers_(reinterpret_cast<SlotHeader*>(fifo + layout.headersOffset())),
       payload_(fifo + layout.payloadOffset()),
       layout_(layout),
       peer_(std::move(peer)) {}
+
+Status FifoEnd::health() {
+  if (control_->aborted.load(std::memory_order_acquire))
+    return makeErrorQuiet(STRATA_ERR_REMOTE, "rank %d failed or aborted the communicator", peer_->rank());
+  return peer_->check();
+}
+
+void FifoEnd::abort() { control_->aborted.store(1, std::memory_order_release); }
 
 void* ShmSendConnector::acquire(size_t bytes) {
   const uint64_t nslots = static_cast<uint64_t>(layout_.nslots);
@@ -56,13 +53,12 @@ void* ShmSendConnector::acquire(size_t bytes) {
     knownConsumed_ = control_->consumed.load(std::memory_order_acquire);
     if (tail_ - knownConsumed_ >= nslots) return nullptr;
   }
-  uint64_t index = tail_ % nslots;
-  if (bytes <= kInlineBytes) return headers_[index].inlineData;
-  return payload_ + index * layout_.slotBytes;
+  if (bytes <= kInlineBytes) return header(tail_).inlineData;
+  return payload(tail_);
 }
 
 void ShmSendConnector::publish(size_t bytes, const SlotTag& tag) {
-  SlotHeader& h = headers_[tail_ % static_cast<uint64_t>(layout_.nslots)];
+  SlotHeader& h = header(tail_);
   h.tagSeq = tag.seq;
   h.tagDesc = tag.desc;
   h.bytes = bytes;
@@ -70,42 +66,19 @@ void ShmSendConnector::publish(size_t bytes, const SlotTag& tag) {
   h.generation.store(tail_, std::memory_order_release);
 }
 
-Status ShmSendConnector::health() {
-  STRATA_CHECK(abortedStatus(control_, peer_->rank()));
-  return peer_->check();
-}
-
-void ShmSendConnector::abort() { control_->aborted.store(1, std::memory_order_release); }
-
-ShmRecvConnector::ShmRecvConnector(char* fifo, const FifoLayout& layout,
-                                   std::shared_ptr<PeerWatch> peer)
-    : control_(reinterpret_cast<FifoControl*>(fifo)),
-      headers_(reinterpret_cast<SlotHeader*>(fifo + layout.headersOffset())),
-      payload_(fifo + layout.payloadOffset()),
-      layout_(layout),
-      peer_(std::move(peer)) {}
-
 const void* ShmRecvConnector::peek(size_t* bytes, SlotTag* tag) {
-  uint64_t index = head_ % static_cast<uint64_t>(layout_.nslots);
-  const SlotHeader& h = headers_[index];
+  const SlotHeader& h = header(head_);
   if (h.generation.load(std::memory_order_acquire) != head_ + 1) return nullptr;
   *bytes = h.bytes;
   tag->seq = h.tagSeq;
   tag->desc = h.tagDesc;
   if (h.bytes <= kInlineBytes) return h.inlineData;
-  return payload_ + index * layout_.slotBytes;
+  return payload(head_);
 }
 
 void ShmRecvConnector::release() {
   ++head_;
   control_->consumed.store(head_, std::memory_order_release);
 }
-
-Status ShmRecvConnector::health() {
-  STRATA_CHECK(abortedStatus(control_, peer_->rank()));
-  return peer_->check();
-}
-
-void ShmRecvConnector::abort() { control_->aborted.store(1, std::memory_order_release); }
 
 }  // namespace strata::shm

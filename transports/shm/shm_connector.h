@@ -26,39 +26,50 @@ class PeerWatch {
   int pidfd_ = -1;
 };
 
-class ShmSendConnector final : public SendConnector {
+// One end's view of a FIFO in a mapped segment, and the health and abort
+// handling both ends share.
+class FifoEnd {
  public:
-  ShmSendConnector(char* fifo, const FifoLayout& layout, std::shared_ptr<PeerWatch> peer);
-  void* acquire(size_t bytes) override;
-  void publish(size_t bytes, const SlotTag& tag) override;
-  size_t slotBytes() const override { return layout_.slotBytes; }
-  Status health() override;
-  void abort() override;
+  FifoEnd(char* fifo, const FifoLayout& layout, std::shared_ptr<PeerWatch> peer);
+  Status health();
+  void abort();
 
- private:
+ protected:
+  SlotHeader& header(uint64_t index) { return headers_[index % static_cast<uint64_t>(layout_.nslots)]; }
+  char* payload(uint64_t index) {
+    return payload_ + (index % static_cast<uint64_t>(layout_.nslots)) * layout_.slotBytes;
+  }
+
   FifoControl* control_;
   SlotHeader* headers_;
   char* payload_;
   FifoLayout layout_;
   std::shared_ptr<PeerWatch> peer_;
+};
+
+class ShmSendConnector final : public SendConnector, private FifoEnd {
+ public:
+  using FifoEnd::FifoEnd;
+  void* acquire(size_t bytes) override;
+  void publish(size_t bytes, const SlotTag& tag) override;
+  size_t slotBytes() const override { return layout_.slotBytes; }
+  Status health() override { return FifoEnd::health(); }
+  void abort() override { FifoEnd::abort(); }
+
+ private:
   uint64_t tail_ = 0;           // slots published
   uint64_t knownConsumed_ = 0;  // cached copy of control_->consumed
 };
 
-class ShmRecvConnector final : public RecvConnector {
+class ShmRecvConnector final : public RecvConnector, private FifoEnd {
  public:
-  ShmRecvConnector(char* fifo, const FifoLayout& layout, std::shared_ptr<PeerWatch> peer);
+  using FifoEnd::FifoEnd;
   const void* peek(size_t* bytes, SlotTag* tag) override;
   void release() override;
-  Status health() override;
-  void abort() override;
+  Status health() override { return FifoEnd::health(); }
+  void abort() override { FifoEnd::abort(); }
 
  private:
-  FifoControl* control_;
-  SlotHeader* headers_;
-  char* payload_;
-  FifoLayout layout_;
-  std::shared_ptr<PeerWatch> peer_;
   uint64_t head_ = 0;  // slots released
 };
 

@@ -17,6 +17,21 @@
 #include "log.h"
 
 namespace strata::shm {
+namespace {
+
+// Maps an open segment file; closes fd either way.
+Status mapFile(int fd, const std::string& name, size_t bytes, int flags, void** out) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | flags, fd, 0);
+  int err = errno;
+  close(fd);
+  if (p == MAP_FAILED)
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "mmap(%s, %zu) failed: %s", name.c_str(), bytes,
+                        errnoText(err).c_str());
+  *out = p;
+  return Status::ok();
+}
+
+}  // namespace
 
 Segment::~Segment() {
   unlink();
@@ -38,13 +53,7 @@ Status Segment::create(const std::string& name, size_t bytes) {
     return STRATA_ERROR(STRATA_ERR_SYSTEM, "ftruncate(%s, %zu) failed: %s (is /dev/shm full?)",
                         name.c_str(), bytes, errnoText(err).c_str());
   }
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  int err = errno;
-  close(fd);
-  if (p == MAP_FAILED)
-    return STRATA_ERROR(STRATA_ERR_SYSTEM, "mmap(%s, %zu) failed: %s", name.c_str(), bytes,
-                        errnoText(err).c_str());
-  base_ = p;
+  STRATA_CHECK(mapFile(fd, name, bytes, MAP_POPULATE, &base_));
   bytes_ = bytes;
   return Status::ok();
 }
@@ -54,13 +63,7 @@ Status Segment::open(const std::string& name, size_t bytes, double deadline) {
     int fd = shm_open(name.c_str(), O_RDWR, 0600);
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= bytes) {
-      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      int err = errno;
-      close(fd);
-      if (p == MAP_FAILED)
-        return STRATA_ERROR(STRATA_ERR_SYSTEM, "mmap(%s, %zu) failed: %s", name.c_str(), bytes,
-                            errnoText(err).c_str());
-      base_ = p;
+      STRATA_CHECK(mapFile(fd, name, bytes, 0, &base_));
       bytes_ = bytes;
       return Status::ok();
     }
