@@ -12,10 +12,24 @@
 
 namespace strata {
 
-// The connectors of one channel, indexed by peer rank (null: not connected).
+// The connectors of one channel, indexed by peer rank (null: not connected),
+// and those of them that need progress() calls.
 struct ChannelLinks {
   std::vector<SendConnector*> send;
   std::vector<RecvConnector*> recv;
+  std::vector<Connector*> pollers;
+
+  // Moves bytes for every connector that needs it; true if any moved.
+  bool progress() {
+    bool moved = false;
+    for (Connector* c : pollers) moved |= c->progress();
+    return moved;
+  }
+  bool flushed() const {
+    for (const Connector* c : pollers)
+      if (!c->flushed()) return false;
+    return true;
+  }
 };
 
 // Everything a step needs to know about the running operation.

@@ -89,7 +89,7 @@ Status Bootstrap::create(const BootstrapConfig& config, const topo::HostInfo& se
       SockAddr addr;
       std::memcpy(&addr.storage, &config.id.root, config.id.rootLen);
       addr.len = config.id.rootLen;
-      STRATA_CHECK(listenOn(&addr, &fd));
+      STRATA_CHECK(net::listenOn(&addr, &fd));
     }
     Status s = config.nranks > 1 ? b->runRoot(config, fd) : Status::ok();
     if (fd >= 0) close(fd);
@@ -189,8 +189,8 @@ Status Bootstrap::runRoot(const BootstrapConfig& config, int listenFd) {
   Reply ok{kOk, nranks_, commTag_};
   for (int r = 1; r < nranks_; ++r) {
     std::string peer = peerName(r);
-    STRATA_CHECK(sendAll(fds_[r], &ok, sizeof(ok), deadline, peer.c_str()));
-    STRATA_CHECK(sendAll(fds_[r], hosts_.data(), sizeof(topo::HostInfo) * nranks_, deadline,
+    STRATA_CHECK(net::sendAll(fds_[r], &ok, sizeof(ok), deadline, peer.c_str()));
+    STRATA_CHECK(net::sendAll(fds_[r], hosts_.data(), sizeof(topo::HostInfo) * nranks_, deadline,
                          peer.c_str()));
   }
   STRATA_INFO(BOOT, "all %d ranks joined", nranks_);
@@ -203,7 +203,7 @@ Status Bootstrap::join(const BootstrapConfig& config) {
   std::memcpy(&root.storage, &config.id.root, config.id.rootLen);
   root.len = config.id.rootLen;
   int fd = -1;
-  STRATA_CHECK(connectTo(root, deadline, &fd));
+  STRATA_CHECK(net::connectTo(root, deadline, "rank 0 (MASTER_ADDR or the unique id's address)", &fd));
   fds_.assign(1, fd);
   std::string name = "rank 0 at " + toString(root);
 
@@ -214,9 +214,9 @@ Status Bootstrap::join(const BootstrapConfig& config) {
   hello.nranks = nranks_;
   hello.rank = rank_;
   hello.host = hosts_[rank_];
-  STRATA_CHECK(sendAll(fd, &hello, sizeof(hello), deadline, name.c_str()));
+  STRATA_CHECK(net::sendAll(fd, &hello, sizeof(hello), deadline, name.c_str()));
   Reply reply;
-  STRATA_CHECK(recvAll(fd, &reply, sizeof(reply), deadline, name.c_str()));
+  STRATA_CHECK(net::recvAll(fd, &reply, sizeof(reply), deadline, name.c_str()));
   switch (reply.status) {
     case kOk:
       break;
@@ -238,7 +238,7 @@ Status Bootstrap::join(const BootstrapConfig& config) {
                           rank_, reply.status);
   }
   commTag_ = reply.commTag;
-  STRATA_CHECK(recvAll(fd, hosts_.data(), sizeof(topo::HostInfo) * nranks_, deadline, name.c_str()));
+  STRATA_CHECK(net::recvAll(fd, hosts_.data(), sizeof(topo::HostInfo) * nranks_, deadline, name.c_str()));
   return Status::ok();
 }
 
@@ -249,13 +249,13 @@ Status Bootstrap::allgather(const void* in, void* out, size_t bytes) {
   if (nranks_ == 1) return Status::ok();
   if (rank_ != 0) {
     std::string name = peerName(0);
-    STRATA_CHECK(sendAll(fds_[0], in, bytes, deadline, name.c_str()));
-    return recvAll(fds_[0], all, bytes * nranks_, deadline, name.c_str());
+    STRATA_CHECK(net::sendAll(fds_[0], in, bytes, deadline, name.c_str()));
+    return net::recvAll(fds_[0], all, bytes * nranks_, deadline, name.c_str());
   }
   for (int r = 1; r < nranks_; ++r)
-    STRATA_CHECK(recvAll(fds_[r], all + r * bytes, bytes, deadline, peerName(r).c_str()));
+    STRATA_CHECK(net::recvAll(fds_[r], all + r * bytes, bytes, deadline, peerName(r).c_str()));
   for (int r = 1; r < nranks_; ++r)
-    STRATA_CHECK(sendAll(fds_[r], all, bytes * nranks_, deadline, peerName(r).c_str()));
+    STRATA_CHECK(net::sendAll(fds_[r], all, bytes * nranks_, deadline, peerName(r).c_str()));
   return Status::ok();
 }
 

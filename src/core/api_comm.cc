@@ -47,7 +47,7 @@ Status initRank(strata_comm_t* comm, int nranks, const strata_unique_id_t& id, i
   STRATA_CHECK(boot::decodeId(id, &config.id));
   config.rank = rank;
   config.nranks = nranks;
-  boot::SockAddr root;
+  SockAddr root;
   std::memcpy(&root.storage, &config.id.root, config.id.rootLen);
   root.len = config.id.rootLen;
   config.listenFd = rank == 0 ? boot::takeListener(root) : -1;
@@ -67,8 +67,8 @@ Status initEnv(strata_comm_t* comm) {
   long localRank = 0;
   if (std::getenv("LOCAL_RANK")) STRATA_CHECK(parseEnvInt("LOCAL_RANK", 0, INT_MAX, &localRank));
 
-  boot::SockAddr master;
-  STRATA_CHECK(boot::resolve(masterAddr, static_cast<int>(port), &master));
+  SockAddr master;
+  STRATA_CHECK(net::resolve(masterAddr, static_cast<int>(port), &master));
   boot::BootstrapConfig config;
   std::memset(&config.id, 0, sizeof(config.id));
   config.rank = static_cast<int>(rank);
@@ -76,10 +76,10 @@ Status initEnv(strata_comm_t* comm) {
   config.listenFd = -1;
   // Rank 0 listens on every address of MASTER_ADDR's family, so a hostname
   // that resolves to another of its addresses still reaches it.
-  boot::SockAddr bindAddr = master;
+  SockAddr bindAddr = master;
   if (rank == 0) {
     const char* any = master.get()->sa_family == AF_INET6 ? "::" : "0.0.0.0";
-    STRATA_CHECK(boot::resolve(any, static_cast<int>(port), &bindAddr));
+    STRATA_CHECK(net::resolve(any, static_cast<int>(port), &bindAddr));
   }
   std::memcpy(&config.id.root, &bindAddr.storage, bindAddr.len);
   config.id.rootLen = bindAddr.len;
@@ -93,7 +93,7 @@ Status initEnv(strata_comm_t* comm) {
   static_assert(sizeof(h) == boot::kSecretBytes, "two 64-bit hashes fill the secret");
   std::memcpy(config.id.secret, h, sizeof(h));
   STRATA_INFO(INIT, "env init: rank %ld of %ld (local rank %ld), master %s", rank, size, localRank,
-              boot::toString(master).c_str());
+              toString(master).c_str());
   return initComm(comm, config);
 }
 
@@ -137,10 +137,10 @@ STRATA_API const char* strata_comm_last_error(strata_comm_t comm) {
 STRATA_API strata_result_t strata_get_unique_id(strata_unique_id_t* id) {
   if (!id) return finish(STRATA_INVALID_ARG("id (the output pointer) is NULL"));
   api::reloadSettings();
-  boot::SockAddr addr;
-  Status s = boot::defaultAdvertisedAddress(&addr);
+  SockAddr addr;
+  Status s = net::defaultAdvertisedAddress(&addr);
   int fd = -1;
-  if (s.isOk()) s = boot::listenOn(&addr, &fd);
+  if (s.isOk()) s = net::listenOn(&addr, &fd);
   if (!s.isOk()) return finish(s);
   boot::IdContents contents;
   std::memset(&contents, 0, sizeof(contents));
@@ -152,7 +152,7 @@ STRATA_API strata_result_t strata_get_unique_id(strata_unique_id_t* id) {
   contents.rootLen = addr.len;
   boot::rememberListener(addr, fd);
   boot::encodeId(contents, id);
-  STRATA_INFO(BOOT, "unique id for rank 0 at %s", boot::toString(addr).c_str());
+  STRATA_INFO(BOOT, "unique id for rank 0 at %s", toString(addr).c_str());
   return STRATA_SUCCESS;
 }
 

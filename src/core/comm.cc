@@ -71,6 +71,8 @@ Status Comm::init(const boot::BootstrapConfig& config) {
     for (int p = 0; p < nranks_; ++p) {
       c.links.send[p] = connections_.send[ch][p].get();
       c.links.recv[p] = connections_.recv[ch][p].get();
+      for (Connector* end : {static_cast<Connector*>(c.links.send[p]), static_cast<Connector*>(c.links.recv[p])})
+        if (end && end->needsProgress()) c.links.pollers.push_back(end);
     }
   }
   threads_ = std::make_unique<ProgressThreads>(channels_, *this, static_cast<int>(params::nthreads()),

@@ -1,5 +1,7 @@
 #include "channel.h"
 
+#include <string>
+
 #include "clock.h"
 #include "log.h"
 #include "op_desc.h"
@@ -42,6 +44,19 @@ void Channel::failAll(const Status& why) {
   }
 }
 
+namespace {
+
+// "step recvReduceSend (receive from rank 1, send to rank 3)", or the flush
+// that follows the last step.
+std::string describeWait(const ChannelOp& op) {
+  if (op.cursor >= op.plan.steps.size()) return "flushing its last sends";
+  const Step& step = op.plan.steps[op.cursor];
+  return std::string("step ") + primName(step.prim) + " (receive from rank " + std::to_string(step.recvPeer) +
+         ", send to rank " + std::to_string(step.sendPeer) + ")";
+}
+
+}  // namespace
+
 void Channel::noteBlocked(FailureSink& comm, const ChannelOp& op) {
   if (++blockedPolls_ % kPollsPerClockCheck != 0) return;
   double now = nowSeconds();
@@ -56,25 +71,23 @@ void Channel::noteBlocked(FailureSink& comm, const ChannelOp& op) {
       OpDesc desc = OpDesc::unpack(op.ctx.tag.desc);
       comm.fail(STRATA_ERROR(health.code(), "%s (operation #%llu, %s) failed: %s",
                              desc.describe().c_str(), (unsigned long long)op.ctx.tag.seq,
-                             primName(op.plan.steps[op.cursor].prim), health.message().c_str()));
+                             describeWait(op).c_str(), health.message().c_str()));
       return;
     }
   }
   if (now - blockedSince_ > comm.timeoutSeconds()) {
-    const Step& step = op.plan.steps[op.cursor];
     OpDesc desc = OpDesc::unpack(op.ctx.tag.desc);
     comm.fail(STRATA_ERROR(STRATA_ERR_TIMEOUT,
                            "%s (operation #%llu) made no progress for %.1f s (STRATA_TIMEOUT) in "
-                           "step %s (receive from rank %d, send to rank %d); is every rank calling "
-                           "the same collectives?",
+                           "%s; is every rank calling the same collectives?",
                            desc.describe().c_str(), (unsigned long long)op.ctx.tag.seq,
-                           now - blockedSince_, primName(step.prim), step.recvPeer, step.sendPeer));
+                           now - blockedSince_, describeWait(op).c_str()));
   }
 }
 
 bool Channel::drive(FailureSink& comm) {
   if (busy_.test_and_set(std::memory_order_acquire)) return false;
-  bool progressed = false;
+  bool progressed = links.progress();
   while (hasWork()) {
     if (comm.failed()) {
       failAll(comm.failure());
@@ -85,6 +98,8 @@ bool Channel::drive(FailureSink& comm) {
     ChannelOp& op = ops_[head % kDepth];
     Status error;
     Advance a = executor_.advance(op.plan, &op.cursor, op.ctx, links, &error);
+    // Every step ran, but bytes wait to leave: not done until they have.
+    if (a == Advance::Done && !links.flushed()) a = Advance::Blocked;
     if (a == Advance::Blocked) {
       noteBlocked(comm, op);
       if (comm.failed()) continue;  // flush on the next turn

@@ -25,9 +25,30 @@ struct SlotTag {
   uint64_t desc;  // packed (collective, datatype, op, count), see OpDesc
 };
 
-class SendConnector {
+// What both ends of a connector offer.
+class Connector {
  public:
-  virtual ~SendConnector() = default;
+  virtual ~Connector() = default;
+
+  // OK while the peer is alive and nobody aborted the connection.
+  virtual Status health() = 0;
+
+  // Tells the peer, now and for good, that this side failed.
+  virtual void abort() = 0;
+
+  // Transports whose bytes move only when someone calls into them (sockets)
+  // do that work here; the channel calls it on every poll. Returns true if
+  // anything moved. Memory transports need none of it.
+  virtual bool needsProgress() const { return false; }
+  virtual bool progress() { return false; }
+
+  // False while published bytes still wait in this process to be sent: an
+  // operation is not finished until they are on their way.
+  virtual bool flushed() const { return true; }
+};
+
+class SendConnector : public Connector {
+ public:
 
   // A writable slot for up to `bytes` (<= slotBytes()) bytes, or nullptr when
   // all slots are in flight. Small payloads may be placed inline with the
@@ -38,17 +59,10 @@ class SendConnector {
   virtual void publish(size_t bytes, const SlotTag& tag) = 0;
 
   virtual size_t slotBytes() const = 0;
-
-  // OK while the receiver is alive and nobody aborted the connection.
-  virtual Status health() = 0;
-
-  // Tells the receiver, now and for good, that this side failed.
-  virtual void abort() = 0;
 };
 
-class RecvConnector {
+class RecvConnector : public Connector {
  public:
-  virtual ~RecvConnector() = default;
 
   // The oldest published slot, or nullptr if none is ready. The pointer stays
   // valid until release().
@@ -56,9 +70,6 @@ class RecvConnector {
 
   // Hands the slot returned by the last peek() back to the sender.
   virtual void release() = 0;
-
-  virtual Status health() = 0;
-  virtual void abort() = 0;
 };
 
 }  // namespace strata

@@ -20,7 +20,7 @@
 #include "log.h"
 #include "params.h"
 
-namespace strata::boot {
+namespace strata::net {
 namespace {
 
 int msUntil(double deadline) {
@@ -66,23 +66,6 @@ Status resolve(const std::string& text, int port, SockAddr* out) {
   return Status::ok();
 }
 
-std::string toString(const SockAddr& addr) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  const sockaddr* sa = addr.get();
-  if (sa->sa_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, host, sizeof(host));
-    return std::string(host) + ":" + std::to_string(portOf(addr));
-  }
-  inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, host, sizeof(host));
-  return "[" + std::string(host) + "]:" + std::to_string(portOf(addr));
-}
-
-int portOf(const SockAddr& addr) {
-  const sockaddr* sa = addr.get();
-  if (sa->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
-  return ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
-}
-
 Status defaultAdvertisedAddress(SockAddr* out) {
   if (!params::bootstrapAddr().empty()) return resolve(params::bootstrapAddr(), 0, out);
   ifaddrs* list = nullptr;
@@ -124,7 +107,7 @@ Status listenOn(SockAddr* addr, int* fd) {
   return Status::ok();
 }
 
-Status connectTo(const SockAddr& addr, double deadline, int* fd) {
+Status connectTo(const SockAddr& addr, double deadline, const char* peer, int* fd) {
   int lastErr = 0;
   double pause = 0.001;
   while (nowSeconds() < deadline) {
@@ -141,14 +124,14 @@ Status connectTo(const SockAddr& addr, double deadline, int* fd) {
     }
     lastErr = errno;
     close(s);
-    // Refused or unreachable: rank 0 may simply not be listening yet.
+    // Refused or unreachable: the peer may simply not be listening yet.
     std::this_thread::sleep_for(std::chrono::duration<double>(pause));
     pause = std::min(pause * 2, 0.1);
   }
   return STRATA_ERROR(STRATA_ERR_TIMEOUT,
-                      "cannot reach rank 0 at %s before STRATA_TIMEOUT (%.0f s): %s; is rank 0 "
-                      "running and the address (MASTER_ADDR or the unique id's) reachable?",
-                      toString(addr).c_str(), params::timeout(), errnoText(lastErr).c_str());
+                      "cannot reach %s at %s before STRATA_TIMEOUT (%.0f s): %s; is it running, "
+                      "and is that address reachable from this host?",
+                      peer, toString(addr).c_str(), params::timeout(), errnoText(lastErr).c_str());
 }
 
 namespace {
@@ -189,4 +172,4 @@ Status recvAll(int fd, void* data, size_t bytes, double deadline, const char* pe
                      [](int s, char* p, size_t n) { return recv(s, p, n, MSG_DONTWAIT); });
 }
 
-}  // namespace strata::boot
+}  // namespace strata::net

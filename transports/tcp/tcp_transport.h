@@ -1,0 +1,19 @@
+// TCP between ranks that share no memory (other hosts, or any pair with
+// STRATA_TRANSPORT=tcp). Every rank listens on the interface tcp_interface.h
+// picks; for each channel, the lower rank of each pair connects to the higher
+// and introduces itself; one connection per (pair, channel) then carries
+// both directions. See README.md.
+#pragma once
+
+#include "transport.h"
+
+namespace strata::tcp {
+
+class TcpTransport final : public Transport {
+ public:
+  const char* name() const override { return "tcp"; }
+  bool canConnect(const topo::HostInfo&, const topo::HostInfo&) const override { return true; }
+  Status connect(const ConnectRequest& req, Connections& out) override;
+};
+
+}  // namespace strata::tcp
