@@ -6,9 +6,11 @@
 //
 // Written against the public C API only.
 #include <getopt.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -121,7 +123,8 @@ Options parseOptions(int argc, char** argv) {
       default: usage(argv[0], 2);
     }
     if (!ok) {
-      std::fprintf(stderr, "%s: bad value '%s' for -%c\n", argv[0], optarg, c == 'R' ? 'R' : c);
+      if (c == 'R') std::fprintf(stderr, "%s: bad value '%s' for --ranks\n", argv[0], optarg);
+      else std::fprintf(stderr, "%s: bad value '%s' for -%c\n", argv[0], optarg, c);
       usage(argv[0], 2);
     }
   }
@@ -220,8 +223,10 @@ struct Fail {};
 
 void must(strata_result_t rc, strata_comm_t comm, const char* what) {
   if (rc == STRATA_SUCCESS) return;
-  std::fprintf(stderr, "strata-perf: %s failed: %s: %s\n", what, strata_result_string(rc),
-               comm ? strata_comm_last_error(comm) : strata_last_error());
+  int rank = -1;
+  strata_comm_rank(comm, &rank);
+  std::fprintf(stderr, "strata-perf: rank %d: %s failed: %s: %s\n", rank, what, strata_result_string(rc),
+               strata_comm_last_error(comm));
   throw Fail();
 }
 
@@ -289,7 +294,9 @@ int runRank(const Options& o, strata_comm_t comm) {
   double busSum = 0;
   int rows = 0;
   const double busFactor = nranks > 1 ? 2.0 * (nranks - 1) / nranks : 0.0;
-  for (double size = static_cast<double>(o.minBytes); size <= static_cast<double>(o.maxBytes); size *= o.stepFactor) {
+  // -b 0 would never grow; start at one byte (rows under one element are skipped).
+  for (double size = static_cast<double>(std::max<size_t>(o.minBytes, 1)); size <= static_cast<double>(o.maxBytes);
+       size *= o.stepFactor) {
     const size_t count = static_cast<size_t>(size) / elem;
     if (count == 0) continue;
     const size_t bytes = count * elem;
@@ -347,22 +354,37 @@ int forkRanks(const Options& o) {
     pid_t pid = fork();
     if (pid < 0) {
       std::perror("strata-perf: fork");
+      // The ranks already started would wait for the missing ones until
+      // STRATA_TIMEOUT; stop them now.
+      for (pid_t started : pids) kill(started, SIGTERM);
+      for (pid_t started : pids) waitpid(started, nullptr, 0);
       return 1;
     }
     if (pid == 0) {
       strata_comm_t comm;
-      int rc = strata_comm_init_rank(&comm, o.ranks, id, r) == STRATA_SUCCESS ? runWithComm(o, comm) : 1;
-      if (rc && strata_last_error()[0]) std::fprintf(stderr, "strata-perf: rank %d: %s\n", r, strata_last_error());
+      int rc = 1;
+      if (strata_comm_init_rank(&comm, o.ranks, id, r) == STRATA_SUCCESS)
+        rc = runWithComm(o, comm);  // reports its own errors
+      else
+        std::fprintf(stderr, "strata-perf: rank %d: strata_comm_init_rank: %s\n", r, strata_last_error());
       std::fflush(stdout);
       _exit(rc);
     }
     pids.push_back(pid);
   }
   int failed = 0;
-  for (pid_t pid : pids) {
+  for (int r = 0; r < o.ranks; ++r) {
     int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed = 1;
+    if (waitpid(pids[r], &status, 0) < 0) {
+      std::perror("strata-perf: waitpid");
+      failed = 1;
+    } else if (WIFSIGNALED(status)) {
+      std::fprintf(stderr, "strata-perf: rank %d (pid %d) killed by signal %d (%s)\n", r, pids[r],
+                   WTERMSIG(status), strsignal(WTERMSIG(status)));
+      failed = 1;
+    } else if (WEXITSTATUS(status) != 0) {
+      failed = 1;
+    }
   }
   return failed;
 }
