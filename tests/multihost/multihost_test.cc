@@ -1,0 +1,236 @@
+// Ranks on different "hosts": network namespaces joined by a bridge
+// (test_network.h), so ranks of one namespace share memory and ranks of
+// different namespaces talk over tcp, as on a real cluster. Needs root;
+// skips with a message otherwise.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "multiproc.h"
+#include "reference.h"
+#include "test_network.h"
+
+namespace strata::test {
+namespace {
+
+constexpr const char* kPort = "29500";  // free: the namespaces are new
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+template <typename T>
+T* sharedPage() {
+  void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  return new (p) T();
+}
+
+#define SKIP_UNLESS_SUPPORTED()                                   \
+  do {                                                            \
+    std::string why = TestNetwork::unsupportedReason();           \
+    if (!why.empty()) GTEST_SKIP() << why;                        \
+  } while (0)
+
+// Puts the calling rank on its host and joins the job torchrun-style.
+bool joinFromHost(const TestNetwork& net, int host, int rank, int nranks, strata_comm_t* comm, Reporter& rep) {
+  if (!net.enter(host)) {
+    rep.fail("cannot enter namespace %s", net.nsName(host).c_str());
+    return false;
+  }
+  setenv("RANK", std::to_string(rank).c_str(), 1);
+  setenv("WORLD_SIZE", std::to_string(nranks).c_str(), 1);
+  setenv("MASTER_ADDR", net.address(0).c_str(), 1);
+  setenv("MASTER_PORT", kPort, 1);
+  return rep.ok(strata_comm_init_env(comm), nullptr, "strata_comm_init_env");
+}
+
+// Inputs are small integers, so every result below is exact and the
+// reference is plain integer arithmetic.
+int64_t inputValue(int rank, size_t i) { return static_cast<int64_t>((i * 7 + rank * 13) % 19) - 9; }
+
+template <typename T>
+bool checkSum(const std::vector<T>& got, int nranks, strata_op_t op, Reporter& rep, const char* what) {
+  for (size_t i = 0; i < got.size(); ++i) {
+    int64_t acc = inputValue(0, i);
+    for (int r = 1; r < nranks; ++r)
+      acc = op == STRATA_MAX ? std::max(acc, inputValue(r, i)) : acc + inputValue(r, i);
+    if (got[i] != static_cast<T>(acc)) {
+      rep.fail("%s: element %zu is %g, want %lld", what, i, static_cast<double>(got[i]), static_cast<long long>(acc));
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(MultiHost, AllreduceAcrossTwoHostsOfTwoRanks) {
+  SKIP_UNLESS_SUPPORTED();
+  TestNetwork net(2);
+  ASSERT_EQ(net.error(), "");
+  auto outcomes = runRanks(4, 120, [&](int rank, int nranks, const strata_unique_id_t&, Reporter& rep) {
+    strata_comm_t comm;
+    if (!joinFromHost(net, rank / 2, rank, nranks, &comm, rep)) return;
+    for (size_t count : {size_t(1), size_t(1023), size_t(65537), size_t(1) << 20}) {
+      for (strata_op_t op : {STRATA_SUM, STRATA_MAX}) {
+        std::vector<float> f(count);
+        std::vector<int64_t> l(count);
+        for (size_t i = 0; i < count; ++i) f[i] = static_cast<float>(l[i] = inputValue(rank, i));
+        std::string name = "n" + std::to_string(count) + (op == STRATA_SUM ? "-sum" : "-max");
+        if (!rep.ok(strata_allreduce(f.data(), f.data(), count, STRATA_FLOAT32, op, comm), comm, name.c_str())) return;
+        if (!rep.ok(strata_allreduce(l.data(), l.data(), count, STRATA_INT64, op, comm), comm, name.c_str())) return;
+        checkSum(f, nranks, op, rep, (name + " float32").c_str());
+        checkSum(l, nranks, op, rep, (name + " int64").c_str());
+        rep.value(name, hashBytes(f.data(), count * 4) ^ hashBytes(l.data(), count * 8));
+      }
+    }
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "30"}});
+  expectAllPassed(outcomes);
+  expectValuesAgree(outcomes);
+}
+
+TEST(MultiHost, UniqueIdFromAnotherHost) {
+  SKIP_UNLESS_SUPPORTED();
+  TestNetwork net(3);
+  ASSERT_EQ(net.error(), "");
+  // The id must carry host 0's address: create it from inside host 0.
+  int home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(home, 0);
+  ASSERT_TRUE(net.enter(0));
+  strata_unique_id_t id;
+  strata_result_t rc = strata_get_unique_id(&id);
+  ASSERT_EQ(setns(home, CLONE_NEWNET), 0);
+  close(home);
+  ASSERT_EQ(rc, STRATA_SUCCESS) << strata_last_error();
+  auto outcomes = runRanks(3, 60, [&](int rank, int nranks, const strata_unique_id_t&, Reporter& rep) {
+    if (!net.enter(rank)) return rep.fail("cannot enter namespace");
+    strata_comm_t comm;
+    if (!rep.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+    std::vector<double> v(5000);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(inputValue(rank, i));
+    if (rep.ok(strata_allreduce(v.data(), v.data(), v.size(), STRATA_FLOAT64, STRATA_SUM, comm), comm, "allreduce"))
+      checkSum(v, nranks, STRATA_SUM, rep, "float64 sum");
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "30"}});
+  expectAllPassed(outcomes);
+}
+
+struct FaultClock {
+  std::atomic<double> at{0};
+};
+
+// Runs large allreduces on 2 hosts x 2 ranks until they fail; `fault(clock)`
+// runs in the test process once they are under way. Every surviving rank
+// must fail within STRATA_TIMEOUT + 1 s of the fault.
+void expectFaultFailsEveryRank(const TestNetwork& net, int victim, const std::function<void(FaultClock&)>& fault) {
+  constexpr double kTimeout = 4;
+  FaultClock* clock = sharedPage<FaultClock>();
+  auto outcomes = runRanks(4, 90, [&](int rank, int nranks, const strata_unique_id_t&, Reporter& rep) {
+    strata_comm_t comm;
+    if (!joinFromHost(net, rank / 2, rank, nranks, &comm, rep)) return;
+    std::vector<float> buf(4 << 20, 1.0f);
+    for (int i = 0; i < 100000; ++i) {
+      if (rank == victim && clock->at.load() == 0 && i == 3) {
+        clock->at = now();
+        raise(SIGKILL);
+      }
+      strata_result_t rc = strata_allreduce(buf.data(), buf.data(), buf.size(), STRATA_FLOAT32, STRATA_MAX, comm);
+      if (rc != STRATA_SUCCESS) {
+        double after = now() - clock->at.load();
+        if (clock->at.load() == 0) rep.fail("failed before the fault: %s", strata_comm_last_error(comm));
+        else if (after > kTimeout + 1) rep.fail("error %.2f s after the fault: %s", after, strata_comm_last_error(comm));
+        rep.value("failed", 1);
+        strata_comm_destroy(comm);
+        return;
+      }
+    }
+    rep.fail("still running 100000 allreduces after the fault");
+  }, {{"STRATA_TIMEOUT", "4"}});
+  (void)fault;
+  for (int r = 0; r < 4; ++r) {
+    if (r == victim) continue;
+    EXPECT_TRUE(outcomes[r].exited) << "rank " << r << ": " << outcomes[r].exitText;
+    for (const auto& f : outcomes[r].failures) ADD_FAILURE() << "rank " << r << ": " << f;
+  }
+  munmap(clock, 4096);
+}
+
+TEST(MultiHostFaults, KilledRankOnAnotherHost) {
+  SKIP_UNLESS_SUPPORTED();
+  TestNetwork net(2);
+  ASSERT_EQ(net.error(), "");
+  expectFaultFailsEveryRank(net, 3, nullptr);
+}
+
+TEST(MultiHostFaults, LinkDownMidAllreduce) {
+  SKIP_UNLESS_SUPPORTED();
+  TestNetwork net(2);
+  ASSERT_EQ(net.error(), "");
+  constexpr double kTimeout = 4;
+  FaultClock* clock = sharedPage<FaultClock>();
+  std::thread cutter([&] {
+    // Let the job get going, then take host 1's link down.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    clock->at = now();
+    net.exec(1, "ip link set " + net.device(1) + " down");
+  });
+  auto outcomes = runRanks(4, 90, [&](int rank, int nranks, const strata_unique_id_t&, Reporter& rep) {
+    strata_comm_t comm;
+    if (!joinFromHost(net, rank / 2, rank, nranks, &comm, rep)) return;
+    std::vector<float> buf(4 << 20, 1.0f);
+    for (int i = 0; i < 100000; ++i) {
+      strata_result_t rc = strata_allreduce(buf.data(), buf.data(), buf.size(), STRATA_FLOAT32, STRATA_MAX, comm);
+      if (rc != STRATA_SUCCESS) {
+        double after = now() - clock->at.load();
+        if (clock->at.load() == 0) rep.fail("failed before the link went down: %s", strata_comm_last_error(comm));
+        else if (after > kTimeout + 1) rep.fail("error %.2f s after the link went down", after);
+        strata_comm_destroy(comm);
+        return;
+      }
+    }
+    rep.fail("100000 allreduces completed over a dead link");
+  }, {{"STRATA_TIMEOUT", "4"}});
+  cutter.join();
+  expectAllPassed(outcomes);
+  munmap(clock, 4096);
+}
+
+TEST(MultiHost, LossyRateCappedLinkStaysExact) {
+  SKIP_UNLESS_SUPPORTED();
+  if (system("command -v nft >/dev/null 2>&1") != 0) GTEST_SKIP() << "needs nftables' nft; skipped";
+  TestNetwork net(2);
+  ASSERT_EQ(net.error(), "");
+  // Host 1 drops 1% of what it sends and receives, and sends at most 400 Mbit/s.
+  ASSERT_EQ(net.exec(1, "nft add table inet lossy"), 0);
+  ASSERT_EQ(net.exec(1, "nft add chain inet lossy out '{ type filter hook output priority 0; }'"), 0);
+  ASSERT_EQ(net.exec(1, "nft add chain inet lossy in '{ type filter hook input priority 0; }'"), 0);
+  ASSERT_EQ(net.exec(1, "nft add rule inet lossy out numgen random mod 100 '<' 1 drop"), 0);
+  ASSERT_EQ(net.exec(1, "nft add rule inet lossy in numgen random mod 100 '<' 1 drop"), 0);
+  ASSERT_EQ(net.exec(1, "tc qdisc add dev " + net.device(1) + " root tbf rate 400mbit burst 256kb latency 100ms"), 0);
+  auto outcomes = runRanks(2, 180, [&](int rank, int nranks, const strata_unique_id_t&, Reporter& rep) {
+    strata_comm_t comm;
+    if (!joinFromHost(net, rank, rank, nranks, &comm, rep)) return;
+    for (size_t count : {size_t(3), size_t(100000), size_t(1) << 20}) {
+      for (int it = 0; it < 3; ++it) {
+        std::vector<int64_t> v(count);
+        for (size_t i = 0; i < count; ++i) v[i] = inputValue(rank, i);
+        if (!rep.ok(strata_allreduce(v.data(), v.data(), count, STRATA_INT64, STRATA_SUM, comm), comm, "allreduce")) return;
+        if (!checkSum(v, nranks, STRATA_SUM, rep, "int64 sum over a lossy link")) return;
+      }
+    }
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "20"}});
+  expectAllPassed(outcomes);
+}
+
+}  // namespace
+}  // namespace strata::test

@@ -1,0 +1,45 @@
+// Hosts for multi-host tests: network namespaces on this machine, joined by
+// veth pairs to a bridge that lives in a namespace of its own, so that every
+// address exists only inside namespaces the test created. Everything is
+// removed by the destructor, and leftovers of an earlier crashed run (same
+// name prefix, dead pid) are removed by the constructor.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace strata::test {
+
+class TestNetwork {
+ public:
+  explicit TestNetwork(int hosts);
+  ~TestNetwork();
+  TestNetwork(const TestNetwork&) = delete;
+  TestNetwork& operator=(const TestNetwork&) = delete;
+
+  // Empty when the network is up; else why it could not be built.
+  const std::string& error() const { return error_; }
+
+  std::string nsName(int host) const;
+  std::string address(int host) const;  // IPv4, dotted
+  std::string device(int host) const;   // the host's interface name
+
+  // Runs a shell command inside host's namespace; returns its exit status.
+  int exec(int host, const std::string& command) const;
+
+  // Moves the calling process into host's network namespace.
+  bool enter(int host) const;
+
+  // Why a multi-host test cannot run here, or "" if it can.
+  static std::string unsupportedReason();
+
+ private:
+  bool run(const std::string& command);
+
+  int hosts_;
+  std::string prefix_;
+  std::string subnet_;  // "10.213.N.": addresses exist only inside our namespaces
+  std::string error_;
+};
+
+}  // namespace strata::test
