@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev                     # tests
   libbenchmark-dev                              # kernel microbenchmarks
   libopenmpi-dev openmpi-bin                    # bench/compare's MPI reference
+  libgloo-dev iperf3                            # bench/compare-net's references
   iproute2 nftables                             # multi-host tests in network namespaces
 )
 
