@@ -50,13 +50,37 @@ SlotRing::SlotRing(size_t slotBytes, int nslots)
       data_(new char[slotBytes * static_cast<size_t>(nslots)]),
       headers_(static_cast<size_t>(nslots)) {}
 
-TcpSendConnector::TcpSendConnector(std::shared_ptr<TcpLink> link, size_t slotBytes, int nslots)
-    : link_(std::move(link)), ring_(slotBytes, nslots) {}
+Stripes::Stripes(std::vector<std::shared_ptr<TcpLink>> links) : links_(std::move(links)) {
+  for (size_t i = 0; i < links_.size(); ++i) {
+    next.push_back(i);
+    offset.push_back(0);
+  }
+}
+
+Status Stripes::health() const {
+  for (const auto& l : links_)
+    if (!l->error().isOk()) return l->error();
+  return Status::ok();
+}
+
+void Stripes::abort() {
+  for (auto& l : links_) l->abort();
+}
+
+TcpSendConnector::TcpSendConnector(std::vector<std::shared_ptr<TcpLink>> links, size_t slotBytes, int nslots)
+    : stripes_(std::move(links)), ring_(slotBytes, nslots) {}
+
+bool TcpSendConnector::sent(uint64_t message) const {
+  return stripes_.next[message % stripes_.size()] > message;
+}
+
+bool TcpSendConnector::flushed() const { return published_ == 0 || sent(published_ - 1); }
 
 void* TcpSendConnector::acquire(size_t) {
-  if (published_ - sent_ >= ring_.nslots()) {
+  // The slot about to be reused held message published_ - nslots.
+  if (published_ >= ring_.nslots() && !sent(published_ - ring_.nslots())) {
     progress();
-    if (published_ - sent_ >= ring_.nslots()) return nullptr;
+    if (!sent(published_ - ring_.nslots())) return nullptr;
   }
   return ring_.slot(published_);
 }
@@ -69,66 +93,78 @@ void TcpSendConnector::publish(size_t bytes, const SlotTag& tag) {
 
 bool TcpSendConnector::progress() {
   bool moved = false;
-  while (sent_ < published_ && link_->error().isOk()) {
-    WireHeader& h = ring_.header(sent_);
-    const size_t total = sizeof(WireHeader) + h.bytes;
-    iovec iov[2];
-    int n = 0;
-    if (offset_ < sizeof(WireHeader))
-      iov[n++] = {reinterpret_cast<char*>(&h) + offset_, sizeof(WireHeader) - offset_};
-    size_t payloadDone = offset_ > sizeof(WireHeader) ? offset_ - sizeof(WireHeader) : 0;
-    if (h.bytes > payloadDone) iov[n++] = {ring_.slot(sent_) + payloadDone, h.bytes - payloadDone};
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = static_cast<size_t>(n);
-    ssize_t done = sendmsg(link_->fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (done < 0) {
-      ioFailed(done, *link_, "sending");
-      break;
-    }
-    moved = true;
-    offset_ += static_cast<size_t>(done);
-    if (offset_ == total) {
-      ++sent_;
-      offset_ = 0;
+  for (size_t s = 0; s < stripes_.size(); ++s) {
+    TcpLink& link = stripes_.link(s);
+    uint64_t& message = stripes_.next[s];
+    size_t& offset = stripes_.offset[s];
+    while (message < published_ && link.error().isOk()) {
+      WireHeader& h = ring_.header(message);
+      const size_t total = sizeof(WireHeader) + h.bytes;
+      iovec iov[2];
+      int n = 0;
+      if (offset < sizeof(WireHeader)) iov[n++] = {reinterpret_cast<char*>(&h) + offset, sizeof(WireHeader) - offset};
+      size_t payloadDone = offset > sizeof(WireHeader) ? offset - sizeof(WireHeader) : 0;
+      if (h.bytes > payloadDone) iov[n++] = {ring_.slot(message) + payloadDone, h.bytes - payloadDone};
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<size_t>(n);
+      ssize_t done = sendmsg(link.fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (done < 0) {
+        ioFailed(done, link, "sending");
+        break;
+      }
+      moved = true;
+      offset += static_cast<size_t>(done);
+      if (offset == total) {
+        message += stripes_.size();
+        offset = 0;
+      }
     }
   }
   return moved;
 }
 
-TcpRecvConnector::TcpRecvConnector(std::shared_ptr<TcpLink> link, size_t slotBytes, int nslots)
-    : link_(std::move(link)), ring_(slotBytes, nslots) {}
+TcpRecvConnector::TcpRecvConnector(std::vector<std::shared_ptr<TcpLink>> links, size_t slotBytes, int nslots)
+    : stripes_(std::move(links)), ring_(slotBytes, nslots) {}
 
 bool TcpRecvConnector::progress() {
   bool moved = false;
-  while (received_ - released_ < ring_.nslots() && link_->error().isOk()) {
-    WireHeader& h = ring_.header(received_);
-    ssize_t n;
-    if (offset_ < sizeof(WireHeader)) {
-      n = recv(link_->fd(), reinterpret_cast<char*>(&h) + offset_, sizeof(WireHeader) - offset_, MSG_DONTWAIT);
-    } else {
-      size_t payloadDone = offset_ - sizeof(WireHeader);
-      n = recv(link_->fd(), ring_.slot(received_) + payloadDone, h.bytes - payloadDone, MSG_DONTWAIT);
-    }
-    if (ioFailed(n, *link_, "receiving") || n < 0) break;
-    moved = true;
-    offset_ += static_cast<size_t>(n);
-    if (offset_ == sizeof(WireHeader) && h.bytes > ring_.slotBytes()) {
-      link_->fail(makeErrorQuiet(STRATA_ERR_INTERNAL, "%s sent a %llu-byte chunk for %zu-byte slots",
-                                 link_->peerName().c_str(), (unsigned long long)h.bytes, ring_.slotBytes()));
-      break;
-    }
-    if (offset_ == sizeof(WireHeader) + h.bytes) {
-      ++received_;
-      offset_ = 0;
+  for (size_t s = 0; s < stripes_.size(); ++s) {
+    TcpLink& link = stripes_.link(s);
+    uint64_t& message = stripes_.next[s];
+    size_t& offset = stripes_.offset[s];
+    // A message may land only in a slot the consumer has released.
+    while (message - released_ < ring_.nslots() && link.error().isOk()) {
+      WireHeader& h = ring_.header(message);
+      ssize_t n;
+      if (offset < sizeof(WireHeader)) {
+        n = recv(link.fd(), reinterpret_cast<char*>(&h) + offset, sizeof(WireHeader) - offset, MSG_DONTWAIT);
+      } else {
+        size_t payloadDone = offset - sizeof(WireHeader);
+        n = recv(link.fd(), ring_.slot(message) + payloadDone, h.bytes - payloadDone, MSG_DONTWAIT);
+      }
+      if (ioFailed(n, link, "receiving") || n < 0) break;
+      moved = true;
+      offset += static_cast<size_t>(n);
+      if (offset == sizeof(WireHeader) && h.bytes > ring_.slotBytes()) {
+        link.fail(makeErrorQuiet(STRATA_ERR_INTERNAL, "%s sent a %llu-byte chunk for %zu-byte slots",
+                                 link.peerName().c_str(), (unsigned long long)h.bytes, ring_.slotBytes()));
+        break;
+      }
+      if (offset == sizeof(WireHeader) + h.bytes) {
+        message += stripes_.size();
+        offset = 0;
+      }
     }
   }
   return moved;
 }
 
 const void* TcpRecvConnector::peek(size_t* bytes, SlotTag* tag) {
-  if (received_ == released_) progress();
-  if (received_ == released_) return nullptr;
+  // Message released_ is complete once its socket has moved past it.
+  auto complete = [this] { return stripes_.next[released_ % stripes_.size()] > released_; };
+  if (!complete()) progress();
+  if (!complete()) return nullptr;
   const WireHeader& h = ring_.header(released_);
   *bytes = h.bytes;
   *tag = SlotTag{h.seq, h.desc};

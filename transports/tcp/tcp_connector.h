@@ -60,42 +60,60 @@ class SlotRing {
   std::vector<WireHeader> headers_;
 };
 
+// The sockets of one (pair, channel): message k of the stream travels on
+// socket k % size(), so each socket carries its share in order and the
+// sockets progress independently (STRATA_NSOCKS).
+class Stripes {
+ public:
+  explicit Stripes(std::vector<std::shared_ptr<TcpLink>> links);
+  size_t size() const { return links_.size(); }
+  TcpLink& link(size_t i) { return *links_[i]; }
+  Status health() const;
+  void abort();
+
+  // Per socket: the next message index it carries, and how many bytes of
+  // that message have moved.
+  std::vector<uint64_t> next;
+  std::vector<size_t> offset;
+
+ private:
+  std::vector<std::shared_ptr<TcpLink>> links_;
+};
+
 class TcpSendConnector final : public SendConnector {
  public:
-  TcpSendConnector(std::shared_ptr<TcpLink> link, size_t slotBytes, int nslots);
+  TcpSendConnector(std::vector<std::shared_ptr<TcpLink>> links, size_t slotBytes, int nslots);
   void* acquire(size_t bytes) override;
   void publish(size_t bytes, const SlotTag& tag) override;
   size_t slotBytes() const override { return ring_.slotBytes(); }
-  Status health() override { return link_->error(); }
-  void abort() override { link_->abort(); }
+  Status health() override { return stripes_.health(); }
+  void abort() override { stripes_.abort(); }
   bool needsProgress() const override { return true; }
   bool progress() override;
-  bool flushed() const override { return sent_ == published_; }
+  bool flushed() const override;
 
  private:
-  std::shared_ptr<TcpLink> link_;
+  bool sent(uint64_t message) const;
+
+  Stripes stripes_;
   SlotRing ring_;
   uint64_t published_ = 0;
-  uint64_t sent_ = 0;    // messages fully handed to the kernel
-  size_t offset_ = 0;    // bytes of message sent_ already sent
 };
 
 class TcpRecvConnector final : public RecvConnector {
  public:
-  TcpRecvConnector(std::shared_ptr<TcpLink> link, size_t slotBytes, int nslots);
+  TcpRecvConnector(std::vector<std::shared_ptr<TcpLink>> links, size_t slotBytes, int nslots);
   const void* peek(size_t* bytes, SlotTag* tag) override;
   void release() override;
-  Status health() override { return link_->error(); }
-  void abort() override { link_->abort(); }
+  Status health() override { return stripes_.health(); }
+  void abort() override { stripes_.abort(); }
   bool needsProgress() const override { return true; }
   bool progress() override;
 
  private:
-  std::shared_ptr<TcpLink> link_;
+  Stripes stripes_;
   SlotRing ring_;
-  uint64_t received_ = 0;  // messages complete in slots
   uint64_t released_ = 0;
-  size_t offset_ = 0;      // bytes of message received_ read so far
 };
 
 }  // namespace strata::tcp

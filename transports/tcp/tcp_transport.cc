@@ -26,6 +26,8 @@ struct Hello {
   uint64_t commTag;
   int32_t rank;
   int32_t channel;
+  int32_t socket;  // which of the STRATA_NSOCKS stripes
+  int32_t nsocks;  // must agree on both ends
 };
 
 // Where a rank listens, as exchanged over the out-of-band network.
@@ -61,6 +63,9 @@ Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
   const int me = req.oob->rank();
   const auto& hosts = *req.hosts;
   const double deadline = nowSeconds() + params::timeout();
+  const int nsocks = static_cast<int>(params::nsocks());
+  if (nsocks < 1 || nsocks > 64)
+    return STRATA_INVALID_ARG("STRATA_NSOCKS=%d must be in 1..64", nsocks);
 
   int listenFd = -1;
   ListenRecord mine{};
@@ -79,17 +84,19 @@ Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
   std::vector<ListenRecord> all(req.oob->size());
   STRATA_CHECK(req.oob->allgather(&mine, all.data(), sizeof(ListenRecord)));
 
-  // fds[channel][peer]
-  std::vector<std::vector<int>> fds(req.nchannels, std::vector<int>(req.oob->size(), -1));
+  // fds[channel][peer][socket]
+  std::vector<std::vector<std::vector<int>>> fds(
+      req.nchannels, std::vector<std::vector<int>>(req.oob->size(), std::vector<int>(nsocks, -1)));
   auto closeAll = [&] {
     for (auto& row : fds)
-      for (int& fd : row)
-        if (fd >= 0) close(fd);
+      for (auto& socks : row)
+        for (int& fd : socks)
+          if (fd >= 0) close(fd);
   };
   int toAccept = 0;
   for (int peer : req.peers) {
     if (peer < me) {
-      toAccept += req.nchannels;
+      toAccept += req.nchannels * nsocks;
       continue;
     }
     SockAddr addr;
@@ -97,16 +104,18 @@ Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
     addr.len = all[peer].len;
     std::string name = "rank " + std::to_string(peer) + " on " + hosts[peer].hostname;
     for (int ch = 0; ch < req.nchannels; ++ch) {
-      int fd = -1;
-      Hello hello{kHelloMagic, req.commTag, me, ch};
-      Status s = net::connectTo(addr, deadline, name.c_str(), &fd);
-      if (s.isOk()) s = net::sendAll(fd, &hello, sizeof(hello), deadline, name.c_str());
-      if (!s.isOk()) {
-        if (fd >= 0) close(fd);
-        closeAll();
-        return s;
+      for (int sock = 0; sock < nsocks; ++sock) {
+        int fd = -1;
+        Hello hello{kHelloMagic, req.commTag, me, ch, sock, nsocks};
+        Status s = net::connectTo(addr, deadline, name.c_str(), &fd);
+        if (s.isOk()) s = net::sendAll(fd, &hello, sizeof(hello), deadline, name.c_str());
+        if (!s.isOk()) {
+          if (fd >= 0) close(fd);
+          closeAll();
+          return s;
+        }
+        fds[ch][peer][sock] = fd;
       }
-      fds[ch][peer] = fd;
     }
   }
   // Lower ranks connect to us; their hellos say who they are.
@@ -122,31 +131,39 @@ Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
     Hello hello;
     Status s = net::recvAll(fd, &hello, sizeof(hello), std::min(deadline, nowSeconds() + 2), "a connecting rank");
     bool valid = s.isOk() && hello.magic == kHelloMagic && hello.commTag == req.commTag && hello.rank >= 0 &&
-                 hello.rank < me && hello.channel >= 0 && hello.channel < req.nchannels &&
-                 fds[hello.channel][hello.rank] < 0;
+                 hello.rank < me && hello.channel >= 0 && hello.channel < req.nchannels && hello.socket >= 0 &&
+                 hello.socket < nsocks && fds[hello.channel][hello.rank][hello.socket] < 0;
+    if (s.isOk() && hello.magic == kHelloMagic && hello.commTag == req.commTag && hello.nsocks != nsocks) {
+      close(fd);
+      closeAll();
+      return STRATA_ERROR(STRATA_ERR_INVALID_USAGE, "rank %d uses STRATA_NSOCKS=%d, this rank %d: set it alike everywhere",
+                          hello.rank, hello.nsocks, nsocks);
+    }
     if (!valid) {
       STRATA_WARN(NET, "dropped a tcp connection that is not a rank of this communicator");
       close(fd);
       continue;
     }
-    fds[hello.channel][hello.rank] = fd;
+    fds[hello.channel][hello.rank][hello.socket] = fd;
     --toAccept;
   }
 
   for (int peer : req.peers) {
     for (int ch = 0; ch < req.nchannels; ++ch) {
-      int fd = fds[ch][peer];
-      Status s = configure(fd, params::timeout());
-      if (!s.isOk()) {
-        closeAll();
-        return s;
+      std::vector<std::shared_ptr<TcpLink>> links;
+      for (int& fd : fds[ch][peer]) {
+        Status s = configure(fd, params::timeout());
+        if (!s.isOk()) {
+          closeAll();
+          return s;
+        }
+        links.push_back(std::make_shared<TcpLink>(fd, peer, hosts[peer].hostname));
+        fd = -1;  // owned by the link from here on
       }
-      fds[ch][peer] = -1;  // owned by the link from here on
-      auto link = std::make_shared<TcpLink>(fd, peer, hosts[peer].hostname);
-      out.send[ch][peer] = std::make_unique<TcpSendConnector>(link, req.slotBytes, req.nslots);
-      out.recv[ch][peer] = std::make_unique<TcpRecvConnector>(link, req.slotBytes, req.nslots);
+      out.send[ch][peer] = std::make_unique<TcpSendConnector>(links, req.slotBytes, req.nslots);
+      out.recv[ch][peer] = std::make_unique<TcpRecvConnector>(links, req.slotBytes, req.nslots);
     }
-    STRATA_INFO(NET, "rank %d <-> rank %d over tcp, %d connection(s)", me, peer, req.nchannels);
+    STRATA_INFO(NET, "rank %d <-> rank %d over tcp: %d channel(s) x %d socket(s)", me, peer, req.nchannels, nsocks);
   }
   return Status::ok();
 }
