@@ -68,20 +68,29 @@ Status resolve(const std::string& text, int port, SockAddr* out) {
 
 Status defaultAdvertisedAddress(SockAddr* out) {
   if (!params::bootstrapAddr().empty()) return resolve(params::bootstrapAddr(), 0, out);
+  // A non-loopback IPv4 address, else a global IPv6 one, else loopback.
   ifaddrs* list = nullptr;
+  const ifaddrs* best = nullptr;
   if (getifaddrs(&list) == 0) {
-    for (ifaddrs* i = list; i; i = i->ifa_next) {
-      if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
-      if ((i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP)) continue;
-      std::memcpy(&out->storage, i->ifa_addr, sizeof(sockaddr_in));
-      out->len = sizeof(sockaddr_in);
-      STRATA_INFO(BOOT, "advertising interface %s", i->ifa_name);
-      freeifaddrs(list);
-      return Status::ok();
+    for (const ifaddrs* i = list; i; i = i->ifa_next) {
+      if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP)) continue;
+      const int family = i->ifa_addr->sa_family;
+      if (family == AF_INET6 &&
+          IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr))
+        continue;
+      if (family == AF_INET || (family == AF_INET6 && !best)) best = i;
+      if (family == AF_INET) break;
     }
-    freeifaddrs(list);
   }
-  return resolve("127.0.0.1", 0, out);
+  if (best) {
+    size_t len = best->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    std::memset(&out->storage, 0, sizeof(out->storage));
+    std::memcpy(&out->storage, best->ifa_addr, len);
+    out->len = static_cast<socklen_t>(len);
+    STRATA_INFO(BOOT, "advertising interface %s", best->ifa_name);
+  }
+  if (list) freeifaddrs(list);
+  return best ? Status::ok() : resolve("127.0.0.1", 0, out);
 }
 
 Status listenOn(SockAddr* addr, int* fd) {

@@ -266,6 +266,32 @@ TEST(Bootstrap, UnreachableRootTimesOutWithAClearError) {
   expectAllPassed(outcomes);
 }
 
+TEST(Bootstrap, MasterPortInUseIsAClearError) {
+  // Another process already listens on MASTER_PORT: rank 0 must say so.
+  int busy = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(bind(busy, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(busy, 1), 0);
+  socklen_t len = sizeof(a);
+  getsockname(busy, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string port = std::to_string(ntohs(a.sin_port));
+  auto outcomes = runRanks(1, 30, [&](int, int, const strata_unique_id_t&, Reporter& rep) {
+    setenv("RANK", "0", 1);
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", port.c_str(), 1);
+    strata_comm_t comm;
+    strata_result_t rc = strata_comm_init_env(&comm);
+    if (rc != STRATA_ERR_SYSTEM) rep.fail("got %s: %s", strata_result_string(rc), strata_last_error());
+    if (!mentions(strata_last_error(), port.c_str()) || !mentions(strata_last_error(), "MASTER_PORT"))
+      rep.fail("message '%s' names neither the port nor MASTER_PORT", strata_last_error());
+  });
+  close(busy);
+  expectAllPassed(outcomes);
+}
+
 TEST(Progress, NonBlockingRequestsInFlightComplete) {
   for (const char* threads : {"0", "1", "2"}) {
     auto outcomes = runRanks(3, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {

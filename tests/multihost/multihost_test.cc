@@ -98,19 +98,24 @@ TEST(MultiHost, AllreduceAcrossTwoHostsOfTwoRanks) {
   expectValuesAgree(outcomes);
 }
 
+// A unique id made inside host 0 (so it carries host 0's address); the test
+// process returns to its own namespace afterwards.
+void idFromHost0(const TestNetwork& net, strata_unique_id_t* id) {
+  int home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(home, 0);
+  ASSERT_TRUE(net.enter(0));
+  strata_result_t rc = strata_get_unique_id(id);
+  ASSERT_EQ(setns(home, CLONE_NEWNET), 0);
+  close(home);
+  ASSERT_EQ(rc, STRATA_SUCCESS) << strata_last_error();
+}
+
 TEST(MultiHost, UniqueIdFromAnotherHost) {
   SKIP_UNLESS_SUPPORTED();
   TestNetwork net(3);
   ASSERT_EQ(net.error(), "");
-  // The id must carry host 0's address: create it from inside host 0.
-  int home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(home, 0);
-  ASSERT_TRUE(net.enter(0));
   strata_unique_id_t id;
-  strata_result_t rc = strata_get_unique_id(&id);
-  ASSERT_EQ(setns(home, CLONE_NEWNET), 0);
-  close(home);
-  ASSERT_EQ(rc, STRATA_SUCCESS) << strata_last_error();
+  ASSERT_NO_FATAL_FAILURE(idFromHost0(net, &id));
   auto outcomes = runRanks(3, 60, [&](int rank, int nranks, const strata_unique_id_t&, Reporter& rep) {
     if (!net.enter(rank)) return rep.fail("cannot enter namespace");
     strata_comm_t comm;
@@ -120,6 +125,28 @@ TEST(MultiHost, UniqueIdFromAnotherHost) {
     if (rep.ok(strata_allreduce(v.data(), v.data(), v.size(), STRATA_FLOAT64, STRATA_SUM, comm), comm, "allreduce"))
       checkSum(v, nranks, STRATA_SUM, rep, "float64 sum");
     strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "30"}});
+  expectAllPassed(outcomes);
+}
+
+TEST(MultiHost, Ipv6OnlyHosts) {
+  SKIP_UNLESS_SUPPORTED();
+  TestNetwork net(2, TestNetwork::Family::IPv6);
+  ASSERT_EQ(net.error(), "");
+  strata_unique_id_t id;
+  ASSERT_NO_FATAL_FAILURE(idFromHost0(net, &id));
+  // Both bootstraps: MASTER_ADDR as an IPv6 literal, then the unique id.
+  auto outcomes = runRanks(2, 60, [&](int rank, int nranks, const strata_unique_id_t&, Reporter& rep) {
+    strata_comm_t viaEnv, viaId;
+    if (!joinFromHost(net, rank, rank, nranks, &viaEnv, rep)) return;
+    if (!rep.ok(strata_comm_init_rank(&viaId, nranks, id, rank), nullptr, "init from the unique id")) return;
+    for (strata_comm_t comm : {viaEnv, viaId}) {
+      std::vector<int64_t> v(300000);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = inputValue(rank, i);
+      if (rep.ok(strata_allreduce(v.data(), v.data(), v.size(), STRATA_INT64, STRATA_SUM, comm), comm, "allreduce"))
+        checkSum(v, nranks, STRATA_SUM, rep, "int64 sum over IPv6");
+      strata_comm_destroy(comm);
+    }
   }, {{"STRATA_TIMEOUT", "30"}});
   expectAllPassed(outcomes);
 }

@@ -42,10 +42,12 @@ std::string TestNetwork::unsupportedReason() {
   return "";
 }
 
-TestNetwork::TestNetwork(int hosts)
+TestNetwork::TestNetwork(int hosts, Family family)
     : hosts_(hosts),
       prefix_(kPrefix + std::to_string(getpid())),
-      subnet_("10.213." + std::to_string(getpid() % 250) + ".") {
+      family_(family),
+      subnet_(family == Family::IPv4 ? "10.213." + std::to_string(getpid() % 250) + "."
+                                     : "fd42:0:" + std::to_string(getpid() % 9999) + "::") {
   sweepLeftovers();
   const std::string sw = prefix_ + "sw";
   if (!run("ip netns add " + sw) || !run("ip -n " + sw + " link add br0 type bridge") ||
@@ -59,7 +61,9 @@ TestNetwork::TestNetwork(int hosts)
     bool ok = run("ip netns add " + ns) && run("ip -n " + ns + " link set lo up") &&
               run("ip -n " + ns + " link add " + device(h) + " type veth peer name " + port + " netns " + sw) &&
               run("ip -n " + sw + " link set " + port + " master br0") && run("ip -n " + sw + " link set " + port + " up") &&
-              run("ip -n " + ns + " addr add " + address(h) + "/24 dev " + device(h)) &&
+              // nodad: an IPv6 address is usable at once, not after duplicate detection.
+              run("ip -n " + ns + " addr add " + address(h) +
+                  (family_ == Family::IPv4 ? "/24 dev " + device(h) : "/64 dev " + device(h) + " nodad")) &&
               run("ip -n " + ns + " link set " + device(h) + " up");
     if (!ok) {
       error_ = "could not create host namespace " + ns;

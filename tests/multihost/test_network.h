@@ -12,7 +12,9 @@ namespace strata::test {
 
 class TestNetwork {
  public:
-  explicit TestNetwork(int hosts);
+  enum class Family { IPv4, IPv6 };
+  // With IPv6, hosts get only IPv6 addresses (besides loopback).
+  explicit TestNetwork(int hosts, Family family = Family::IPv4);
   ~TestNetwork();
   TestNetwork(const TestNetwork&) = delete;
   TestNetwork& operator=(const TestNetwork&) = delete;
@@ -21,7 +23,7 @@ class TestNetwork {
   const std::string& error() const { return error_; }
 
   std::string nsName(int host) const;
-  std::string address(int host) const;  // IPv4, dotted
+  std::string address(int host) const;  // as MASTER_ADDR takes it
   std::string device(int host) const;   // the host's interface name
 
   // Runs a shell command inside host's namespace; returns its exit status.
@@ -38,7 +40,8 @@ class TestNetwork {
 
   int hosts_;
   std::string prefix_;
-  std::string subnet_;  // "10.213.N.": addresses exist only inside our namespaces
+  Family family_;
+  std::string subnet_;  // "10.213.N." or "fd42:0:N::": addresses exist only inside our namespaces
   std::string error_;
 };
 
