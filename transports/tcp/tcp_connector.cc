@@ -4,7 +4,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 namespace strata::tcp {
 
@@ -125,27 +127,44 @@ bool TcpSendConnector::progress() {
 }
 
 TcpRecvConnector::TcpRecvConnector(std::vector<std::shared_ptr<TcpLink>> links, size_t slotBytes, int nslots)
-    : stripes_(std::move(links)), ring_(slotBytes, nslots) {}
+    : stripes_(std::move(links)), ring_(slotBytes, nslots), staging_(stripes_.size()) {
+  for (Staging& st : staging_) st.data.reset(new char[kStagingBytes]);
+}
 
 bool TcpRecvConnector::progress() {
   bool moved = false;
   for (size_t s = 0; s < stripes_.size(); ++s) {
     TcpLink& link = stripes_.link(s);
+    Staging& st = staging_[s];
     uint64_t& message = stripes_.next[s];
     size_t& offset = stripes_.offset[s];
     // A message may land only in a slot the consumer has released.
     while (message - released_ < ring_.nslots() && link.error().isOk()) {
       WireHeader& h = ring_.header(message);
-      ssize_t n;
-      if (offset < sizeof(WireHeader)) {
-        n = recv(link.fd(), reinterpret_cast<char*>(&h) + offset, sizeof(WireHeader) - offset, MSG_DONTWAIT);
+      const bool inHeader = offset < sizeof(WireHeader);
+      char* dst = inHeader ? reinterpret_cast<char*>(&h) + offset : ring_.slot(message) + (offset - sizeof(WireHeader));
+      const size_t want = inHeader ? sizeof(WireHeader) - offset : h.bytes - (offset - sizeof(WireHeader));
+      size_t got;
+      if (st.begin < st.end) {
+        got = std::min(want, st.end - st.begin);
+        std::memcpy(dst, st.data.get() + st.begin, got);
+        st.begin += got;
+        moved = true;
       } else {
-        size_t payloadDone = offset - sizeof(WireHeader);
-        n = recv(link.fd(), ring_.slot(message) + payloadDone, h.bytes - payloadDone, MSG_DONTWAIT);
+        // Large remainders go straight into the slot; the rest through staging.
+        const bool direct = !inHeader && want >= kStagingBytes;
+        ssize_t n = direct ? recv(link.fd(), dst, want, MSG_DONTWAIT)
+                           : recv(link.fd(), st.data.get(), kStagingBytes, MSG_DONTWAIT);
+        if (ioFailed(n, link, "receiving") || n < 0) break;
+        moved = true;
+        if (!direct) {
+          st.begin = 0;
+          st.end = static_cast<size_t>(n);
+          continue;
+        }
+        got = static_cast<size_t>(n);
       }
-      if (ioFailed(n, link, "receiving") || n < 0) break;
-      moved = true;
-      offset += static_cast<size_t>(n);
+      offset += got;
       if (offset == sizeof(WireHeader) && h.bytes > ring_.slotBytes()) {
         link.fail(makeErrorQuiet(STRATA_ERR_INTERNAL, "%s sent a %llu-byte chunk for %zu-byte slots",
                                  link.peerName().c_str(), (unsigned long long)h.bytes, ring_.slotBytes()));

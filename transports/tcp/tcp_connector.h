@@ -111,8 +111,19 @@ class TcpRecvConnector final : public RecvConnector {
   bool progress() override;
 
  private:
+  // Bytes read from one socket ahead of where they belong: small messages
+  // arrive header and payload in one recv() instead of two; large payloads
+  // bypass it and land straight in their slot.
+  struct Staging {
+    std::unique_ptr<char[]> data;
+    size_t begin = 0;
+    size_t end = 0;
+  };
+  static constexpr size_t kStagingBytes = 16384;
+
   Stripes stripes_;
   SlotRing ring_;
+  std::vector<Staging> staging_;
   uint64_t released_ = 0;
 };
 
