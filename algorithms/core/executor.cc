@@ -170,14 +170,22 @@ PlanExecutor::StepResult PlanExecutor::reduceAll(const Step& step, const OpConte
 Status PlanExecutor::blockedHealth(const ChannelPlan& plan, size_t cursor,
                                    const ChannelLinks& links) {
   if (cursor >= plan.steps.size()) return Status::ok();
+  // Only the connectors the step is actually waiting on: a peer that has
+  // finished and left (closed its sockets, or exited) after delivering what
+  // this step needs is no failure.
+  size_t bytes = 0;
+  SlotTag tag;
+  auto recvMissing = [&](int peer) { return !links.recv[peer]->peek(&bytes, &tag); };
   const Step& step = plan.steps[cursor];
   if (step.prim == Prim::ReduceAll) {
-    for (RecvConnector* r : links.recv)
-      if (r) STRATA_CHECK(r->health());
+    for (size_t p = 0; p < links.recv.size(); ++p)
+      if (links.recv[p] && recvMissing(static_cast<int>(p))) STRATA_CHECK(links.recv[p]->health());
     return Status::ok();
   }
-  if (step.recvPeer >= 0) STRATA_CHECK(links.recv[step.recvPeer]->health());
-  if (step.sendPeer >= 0) STRATA_CHECK(links.send[step.sendPeer]->health());
+  if (step.recvPeer >= 0 && recvMissing(step.recvPeer)) STRATA_CHECK(links.recv[step.recvPeer]->health());
+  // Whether a slot is free does not depend on the size asked for.
+  if (step.sendPeer >= 0 && !links.send[step.sendPeer]->acquire(0))
+    STRATA_CHECK(links.send[step.sendPeer]->health());
   return Status::ok();
 }
 

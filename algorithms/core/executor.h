@@ -30,6 +30,9 @@ struct ChannelLinks {
       if (!c->flushed()) return false;
     return true;
   }
+  void addPollFds(std::vector<pollfd>& out) const {
+    for (const Connector* c : pollers) c->addPollFds(out);
+  }
 };
 
 // Everything a step needs to know about the running operation.
@@ -54,8 +57,9 @@ class PlanExecutor {
   Advance advance(const ChannelPlan& plan, size_t* cursor, const OpContext& ctx,
                   const ChannelLinks& links, Status* error);
 
-  // Health of the connectors the step at `cursor` waits on (called when a
-  // channel has been blocked for a while).
+  // Health of the connectors the step at `cursor` is still waiting on (data
+  // not arrived, no free slot), called when a channel has been blocked for a
+  // while.
   Status blockedHealth(const ChannelPlan& plan, size_t cursor, const ChannelLinks& links);
 
  private:

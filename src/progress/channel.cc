@@ -85,7 +85,7 @@ void Channel::noteBlocked(FailureSink& comm, const ChannelOp& op) {
   }
 }
 
-bool Channel::drive(FailureSink& comm) {
+bool Channel::drive(FailureSink& comm, std::vector<pollfd>* pollFds) {
   if (busy_.test_and_set(std::memory_order_acquire)) return false;
   bool progressed = links.progress();
   while (hasWork()) {
@@ -119,6 +119,7 @@ bool Channel::drive(FailureSink& comm) {
     head_.store(head + 1, std::memory_order_release);
     request->channelDone();
   }
+  if (pollFds) links.addPollFds(*pollFds);
   busy_.clear(std::memory_order_release);
   return progressed;
 }

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "executor.h"
 #include "request.h"
@@ -52,7 +53,9 @@ class Channel {
   bool hasThreadWork() const { return threadWork_.load(std::memory_order_acquire) > 0; }
 
   // Runs ready steps of queued operations. Returns true if anything moved.
-  bool drive(FailureSink& comm);
+  // With pollFds, also appends (under the channel's lock) what a thread may
+  // sleep on until the channel can move again.
+  bool drive(FailureSink& comm, std::vector<pollfd>* pollFds = nullptr);
 
   // Every connector of the channel, told that this rank failed.
   void abortLinks();

@@ -1,11 +1,11 @@
 #include "progress_threads.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <climits>
-#include <ctime>
+#include <algorithm>
+#include <cstdint>
 
 #include "log.h"
 #include "wait_policy.h"
@@ -13,17 +13,14 @@
 namespace strata {
 namespace {
 
-void futexWait(std::atomic<uint32_t>* word, uint32_t seen) {
-  // The timeout only bounds the cost of a lost wake-up; wakes are not lost.
-  timespec timeout{0, 200 * 1000 * 1000};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, seen, &timeout,
-          nullptr, 0);
-}
-
-void futexWakeAll(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
-          nullptr, 0);
-}
+// How long a thread sleeps before looking again without being woken: idle,
+// it only bounds the cost of a lost wake-up (there are none); with work
+// queued, it is also how often blocked channels check deadlines and health.
+constexpr int kIdleSleepMs = 200;
+constexpr int kBusySleepMs = 1;
+// Polls before sleeping on sockets: each poll of a socket is a system call,
+// so the memory transports' spin budget would burn milliseconds here.
+constexpr int64_t kSocketSpins = 64;
 
 }  // namespace
 
@@ -34,7 +31,12 @@ int64_t chooseSpins(int64_t configured, int localRanks, int cpusAllowed) {
 
 ProgressThreads::ProgressThreads(std::vector<Channel>& channels, FailureSink& comm, int nthreads,
                                  int64_t spins, int rank)
-    : channels_(channels), comm_(comm), nthreads_(nthreads), spins_(spins), rank_(rank) {
+    : channels_(channels),
+      comm_(comm),
+      nthreads_(nthreads),
+      spins_(spins),
+      rank_(rank) {
+  for (int i = 0; i < nthreads; ++i) wakeFds_.push_back(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   for (int i = 0; i < nthreads; ++i) threads_.emplace_back([this, i] {
     log::setThreadRank(rank_);
     run(i);
@@ -45,29 +47,42 @@ ProgressThreads::~ProgressThreads() {
   stop_.store(true, std::memory_order_release);
   wake();
   for (auto& t : threads_) t.join();
+  for (int fd : wakeFds_)
+    if (fd >= 0) close(fd);
 }
 
 void ProgressThreads::wake() {
-  wakeSeq_.fetch_add(1, std::memory_order_acq_rel);
-  futexWakeAll(&wakeSeq_);
+  uint64_t one = 1;
+  for (int fd : wakeFds_)
+    if (fd >= 0) (void)!write(fd, &one, sizeof(one));
 }
 
 void ProgressThreads::run(int index) {
   WaitPolicy wait(spins_);
+  const int wakeFd = wakeFds_[index];
+  int64_t idlePolls = 0;
+  std::vector<pollfd> fds;
   while (!stop_.load(std::memory_order_acquire)) {
-    uint32_t seen = wakeSeq_.load(std::memory_order_acquire);
     bool pending = false;
     bool progressed = false;
+    fds.assign(1, pollfd{wakeFd, POLLIN, 0});
     for (size_t c = index; c < channels_.size(); c += nthreads_) {
       if (!channels_[c].hasThreadWork()) continue;
       pending = true;
-      progressed |= channels_[c].drive(comm_);
+      progressed |= channels_[c].drive(comm_, &fds);
     }
-    if (pending) {
+    const int64_t budget = fds.size() > 1 ? std::min(spins_, kSocketSpins) : spins_;
+    if (pending && (progressed || ++idlePolls <= budget || fds.size() == 1)) {
+      // Moving, still in the spin budget, or nothing to sleep on (memory).
+      if (progressed) idlePolls = 0;
       wait.afterPoll(progressed);
       continue;
     }
-    futexWait(&wakeSeq_, seen);
+    idlePolls = 0;
+    if (poll(fds.data(), fds.size(), pending ? kBusySleepMs : kIdleSleepMs) > 0 && (fds[0].revents & POLLIN)) {
+      uint64_t drained;
+      (void)!read(wakeFd, &drained, sizeof(drained));
+    }
   }
 }
 

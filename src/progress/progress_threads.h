@@ -1,8 +1,11 @@
 // Progress threads (STRATA_NTHREADS): each drives the channels whose index
 // modulo the thread count is its own, for operations nobody is waiting on
-// (non-blocking calls, and the extra channels of large blocking ones). When no
-// such work is queued a thread sleeps on a futex, so an idle communicator
-// costs no CPU; wake() is only called by submissions that want the threads.
+// (non-blocking calls, and the extra channels of large blocking ones).
+// A thread sleeps in poll(): on an eventfd alone when no such work is queued
+// (an idle communicator costs no CPU), and on the eventfd plus its channels'
+// sockets when work waits on the network. Channels on memory transports have
+// no descriptor to sleep on, so there it polls and yields. wake() is only
+// called by submissions that want the threads.
 #pragma once
 
 #include <atomic>
@@ -28,7 +31,7 @@ class ProgressThreads {
   int nthreads_;
   int64_t spins_;
   int rank_;
-  std::atomic<uint32_t> wakeSeq_{0};  // futex word
+  std::vector<int> wakeFds_;  // one eventfd per thread: submissions and shutdown
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
 };

@@ -13,8 +13,11 @@
 // of silently reducing unrelated bytes.
 #pragma once
 
+#include <poll.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "status.h"
 
@@ -45,6 +48,11 @@ class Connector {
   // False while published bytes still wait in this process to be sent: an
   // operation is not finished until they are on their way.
   virtual bool flushed() const { return true; }
+
+  // File descriptors a waiting thread may sleep on (poll) until this
+  // connector can move again: readable for receivers, writable for senders
+  // with unsent bytes. None for memory transports.
+  virtual void addPollFds(std::vector<pollfd>& /*out*/) const {}
 };
 
 class SendConnector : public Connector {

@@ -17,8 +17,17 @@ TcpLink::~TcpLink() { close(fd_); }
 
 std::string TcpLink::peerName() const { return "rank " + std::to_string(peerRank_) + " on " + peerHost_; }
 
+Status TcpLink::error() const {
+  if (ok()) return Status::ok();
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
 void TcpLink::fail(Status why) {
-  if (error_.isOk()) error_ = std::move(why);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failed_.load(std::memory_order_relaxed)) return;
+  error_ = std::move(why);
+  failed_.store(true, std::memory_order_release);
 }
 
 void TcpLink::abort() {
@@ -61,12 +70,16 @@ Stripes::Stripes(std::vector<std::shared_ptr<TcpLink>> links) : links_(std::move
 
 Status Stripes::health() const {
   for (const auto& l : links_)
-    if (!l->error().isOk()) return l->error();
+    if (!l->ok()) return l->error();
   return Status::ok();
 }
 
 void Stripes::abort() {
   for (auto& l : links_) l->abort();
+}
+
+void Stripes::addPollFds(std::vector<pollfd>& out, short events) const {
+  for (const auto& l : links_) out.push_back({l->fd(), events, 0});
 }
 
 TcpSendConnector::TcpSendConnector(std::vector<std::shared_ptr<TcpLink>> links, size_t slotBytes, int nslots)
@@ -99,7 +112,7 @@ bool TcpSendConnector::progress() {
     TcpLink& link = stripes_.link(s);
     uint64_t& message = stripes_.next[s];
     size_t& offset = stripes_.offset[s];
-    while (message < published_ && link.error().isOk()) {
+    while (message < published_ && link.ok()) {
       WireHeader& h = ring_.header(message);
       const size_t total = sizeof(WireHeader) + h.bytes;
       iovec iov[2];
@@ -139,7 +152,7 @@ bool TcpRecvConnector::progress() {
     uint64_t& message = stripes_.next[s];
     size_t& offset = stripes_.offset[s];
     // A message may land only in a slot the consumer has released.
-    while (message - released_ < ring_.nslots() && link.error().isOk()) {
+    while (message - released_ < ring_.nslots() && link.ok()) {
       WireHeader& h = ring_.header(message);
       const bool inHeader = offset < sizeof(WireHeader);
       char* dst = inHeader ? reinterpret_cast<char*>(&h) + offset : ring_.slot(message) + (offset - sizeof(WireHeader));

@@ -7,7 +7,9 @@
 // fills, and its slots stay in flight).
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,7 +23,9 @@ struct WireHeader {
   uint64_t bytes;
 };
 
-// The socket and its sticky error, shared by the two connectors on it.
+// The socket and its sticky error, shared by the two connectors on it. Any
+// thread may fail or abort a link (an abort comes from whichever thread
+// handles the communicator's failure) while another drives it.
 class TcpLink {
  public:
   TcpLink(int fd, int peerRank, std::string peerHost);
@@ -30,7 +34,8 @@ class TcpLink {
   TcpLink& operator=(const TcpLink&) = delete;
 
   int fd() const { return fd_; }
-  const Status& error() const { return error_; }
+  bool ok() const { return !failed_.load(std::memory_order_acquire); }
+  Status error() const;
   // Records why the connection is unusable (first reason wins).
   void fail(Status why);
   // Shuts the socket down both ways: the peer reads end-of-stream at once.
@@ -41,6 +46,8 @@ class TcpLink {
   int fd_;
   int peerRank_;
   std::string peerHost_;
+  std::atomic<bool> failed_{false};
+  mutable std::mutex mutex_;  // guards error_
   Status error_;
 };
 
@@ -70,6 +77,7 @@ class Stripes {
   TcpLink& link(size_t i) { return *links_[i]; }
   Status health() const;
   void abort();
+  void addPollFds(std::vector<pollfd>& out, short events) const;
 
   // Per socket: the next message index it carries, and how many bytes of
   // that message have moved.
@@ -91,6 +99,9 @@ class TcpSendConnector final : public SendConnector {
   bool needsProgress() const override { return true; }
   bool progress() override;
   bool flushed() const override;
+  void addPollFds(std::vector<pollfd>& out) const override {
+    if (!flushed()) stripes_.addPollFds(out, POLLOUT);
+  }
 
  private:
   bool sent(uint64_t message) const;
@@ -109,6 +120,7 @@ class TcpRecvConnector final : public RecvConnector {
   void abort() override { stripes_.abort(); }
   bool needsProgress() const override { return true; }
   bool progress() override;
+  void addPollFds(std::vector<pollfd>& out) const override { stripes_.addPollFds(out, POLLIN); }
 
  private:
   // Bytes read from one socket ahead of where they belong: small messages
