@@ -8,4 +8,4 @@ scripts/build.sh
 if [ $# -eq 0 ]; then
   set -- --ranks 2 -b 8 -e 256M -f 4 -n 20 -w 5 -c 1
 fi
-exec build/bench/perf/strata-perf "$@"
+exec build/bench/strata-perf "$@"
