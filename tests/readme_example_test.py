@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""The README's C example compiles against the built library and, run as a
+2-rank job from torchrun's variables, prints the average of each rank's
+values: 1.5 and (0+1)/2."""
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+
+readme, include_dir, lib_dir, sanitize = sys.argv[1:5]
+match = re.search(r"```c\n(.*?)```", open(readme).read(), flags=re.S)
+if not match:
+    sys.exit("README.md has no ```c example")
+
+with tempfile.TemporaryDirectory() as tmp:
+    src, exe = os.path.join(tmp, "example.c"), os.path.join(tmp, "example")
+    open(src, "w").write(match.group(1))
+    flags = [] if sanitize == "none" else ["-fsanitize=" + sanitize]
+    subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", src, "-o", exe, "-I" + include_dir,
+                    "-L" + lib_dir, "-lstrata", "-Wl,-rpath," + lib_dir] + flags, check=True)
+    with socket.socket() as s:  # a free port for rank 0's bootstrap listener
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ranks = []
+    for rank in range(2):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port))
+        ranks.append(subprocess.Popen([exe], env=env, stdout=subprocess.PIPE, text=True))
+    outputs = [p.communicate(timeout=60)[0] for p in ranks]
+
+failed = False
+for rank, (p, out) in enumerate(zip(ranks, outputs)):
+    expected = "rank %d: 1.5 0.5" % rank
+    if p.returncode != 0 or out.strip() != expected:
+        print("rank %d: exit %d, printed %r, expected %r" % (rank, p.returncode, out, expected))
+        failed = True
+sys.exit(1 if failed else 0)
