@@ -11,14 +11,6 @@
 
 namespace strata {
 
-struct PlanShape {
-  int rank;
-  int nranks;
-  int nchannels;
-  size_t slotBytes;
-  size_t elemSize;
-};
-
 enum class AllreduceAlgo { Ring, OneShot };
 
 struct AllreduceChoice {

@@ -11,13 +11,13 @@ void buildOneShotAllreduce(const PlanShape& shape, uint64_t count, std::vector<C
   auto& steps = plans[0].steps;
   steps.clear();
   if (shape.nranks == 1) {
-    steps.push_back({Prim::Copy, -1, -1, 0, count});
+    steps.push_back({Prim::Copy, 0, -1, -1, 0, 0, count});
     return;
   }
   // Start with the next rank so that ranks do not all hit rank 0 first.
   for (int i = 1; i < shape.nranks; ++i)
-    steps.push_back({Prim::Send, -1, (shape.rank + i) % shape.nranks, 0, count});
-  steps.push_back({Prim::ReduceAll, -1, -1, 0, count});
+    steps.push_back({Prim::Send, 0, -1, (shape.rank + i) % shape.nranks, 0, 0, count});
+  steps.push_back({Prim::ReduceAll, 0, -1, -1, 0, 0, count});
 }
 
 }  // namespace strata

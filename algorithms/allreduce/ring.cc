@@ -19,11 +19,6 @@
 #include "allreduce.h"
 
 namespace strata {
-namespace {
-
-constexpr uint64_t kBlockAlign = 64;  // bytes: keeps blocks vector-aligned
-
-}  // namespace
 
 void buildRingAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
                         std::vector<ChannelPlan>& plans) {
@@ -31,20 +26,15 @@ void buildRingAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
   const int r = shape.rank;
   const int next = (r + 1) % n;
   const int prev = (r + n - 1) % n;
-  const uint64_t align = std::max<uint64_t>(1, kBlockAlign / shape.elemSize);
-  const uint64_t slotElems = shape.slotBytes / shape.elemSize / align * align;
-
-  // Channels split the buffer into aligned contiguous ranges.
-  uint64_t perChannel = (count + nchannels - 1) / nchannels;
-  perChannel = (perChannel + align - 1) / align * align;
+  const uint64_t align = shape.alignElems();
+  const uint64_t slotElems = shape.slotElems();
 
   for (int ch = 0; ch < nchannels; ++ch) {
     auto& steps = plans[ch].steps;
     steps.clear();
-    uint64_t begin = std::min<uint64_t>(count, ch * perChannel);
-    uint64_t end = std::min<uint64_t>(count, begin + perChannel);
+    auto [begin, end] = channelRange(count, nchannels, ch, align);
     if (n == 1) {
-      if (end > begin) steps.push_back({Prim::Copy, -1, -1, begin, end - begin});
+      if (end > begin) steps.push_back({Prim::Copy, 0, -1, -1, begin, begin, end - begin});
       continue;
     }
     for (uint64_t slice = begin; slice < end; slice += slotElems * n) {
@@ -54,7 +44,7 @@ void buildRingAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
         uint64_t off = std::min<uint64_t>(sliceElems, uint64_t(block) * blockElems);
         uint64_t len = std::min<uint64_t>(blockElems, sliceElems - off);
         // Empty blocks are empty on every rank, so their steps vanish in pairs.
-        if (len > 0) steps.push_back({prim, recvPeer, sendPeer, slice + off, len});
+        if (len > 0) steps.push_back({prim, 0, recvPeer, sendPeer, slice + off, slice + off, len});
       };
       auto mod = [n](int x) { return ((x % n) + n) % n; };
       add(Prim::Send, mod(r - 1), -1, next);

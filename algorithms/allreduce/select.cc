@@ -12,7 +12,7 @@ Status parseForcedAlgo(const std::string& text, ForcedAlgo* out) {
   else if (text == "oneshot") *out = ForcedAlgo::OneShot;
   else
     return makeErrorQuiet(STRATA_ERR_INVALID_ARGUMENT,
-                          "STRATA_ALGO='%s' is not an allreduce algorithm (ring, oneshot)", text.c_str());
+                          "STRATA_ALGO='%s' is not an algorithm family (ring, oneshot)", text.c_str());
   return Status::ok();
 }
 

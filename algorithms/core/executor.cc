@@ -14,21 +14,29 @@ void finish(void* data, size_t count, const OpContext& ctx) {
     reduce::scaleDown(data, data, count, ctx.datatype, ctx.nranks);
 }
 
-bool checkSlot(const SlotTag& got, size_t gotBytes, size_t wantBytes, int peer,
+bool checkSlot(const SlotTag& got, size_t gotBytes, size_t wantBytes, int peer, const SlotTag& want,
                const OpContext& ctx, Status* error) {
-  if (got.seq == ctx.tag.seq && got.desc == ctx.tag.desc && gotBytes == wantBytes) return true;
-  OpDesc mine = OpDesc::unpack(ctx.tag.desc);
+  if (got.seq == want.seq && got.desc == want.desc && gotBytes == wantBytes) return true;
+  OpDesc mine = OpDesc::unpack(want.desc);
   OpDesc theirs = OpDesc::unpack(got.desc);
-  if (got.desc != ctx.tag.desc || got.seq != ctx.tag.seq) {
+  if (got.desc != want.desc || got.seq != want.seq) {
+    const bool p2p = mine.coll == Coll::SendRecv || theirs.coll == Coll::SendRecv;
     *error = STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
-                          "mismatched collectives: rank %d called %s as operation #%llu while "
-                          "rank %d called %s as operation #%llu; every rank must issue the same "
-                          "collectives with the same count, datatype and op in the same order",
-                          peer, theirs.describe().c_str(), (unsigned long long)got.seq, ctx.rank,
-                          mine.describe().c_str(), (unsigned long long)ctx.tag.seq);
+                          "mismatched %s: rank %d sent %s as its %s #%llu while rank %d expected "
+                          "%s as %s #%llu; %s",
+                          p2p ? "messages" : "collectives", peer, theirs.describe().c_str(),
+                          p2p ? "message" : "operation", (unsigned long long)got.seq, ctx.rank,
+                          mine.describe().c_str(), p2p ? "message" : "operation",
+                          (unsigned long long)want.seq,
+                          p2p ? "sends and receives between two ranks must match in order, count "
+                                "and datatype"
+                              : "every rank must issue the same collectives with the same count, "
+                                "datatype, op and root in the same order");
   } else {
-    *error = STRATA_ERROR(STRATA_ERR_INTERNAL, "rank %d sent a %zu-byte chunk where %zu were expected",
-                          peer, gotBytes, wantBytes);
+    *error = STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
+                          "mismatched counts in %s: rank %d sent a %zu-byte chunk where rank %d "
+                          "expected %zu bytes; the counts given on every rank must agree",
+                          mine.describe().c_str(), peer, gotBytes, ctx.rank, wantBytes);
   }
   return false;
 }
@@ -43,6 +51,7 @@ const char* primName(Prim prim) {
     case Prim::RecvReduceSend: return "recvReduceSend";
     case Prim::RecvReduceCopySend: return "recvReduceCopySend";
     case Prim::RecvCopySend: return "recvCopySend";
+    case Prim::RecvReduceCopy: return "recvReduceCopy";
     case Prim::ReduceAll: return "reduceAll";
   }
   return "?";
@@ -73,14 +82,15 @@ Advance PlanExecutor::advance(const ChannelPlan& plan, size_t* cursor, const OpC
 PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ctx,
                                            const ChannelLinks& links, Status* error) {
   const size_t bytes = step.count * ctx.elemSize;
-  const char* in = ctx.input + step.offset * ctx.elemSize;
-  char* out = ctx.output + step.offset * ctx.elemSize;
+  const Message msg = ctx.message(step);
+  const char* in = msg.input + step.inOffset * ctx.elemSize;
+  char* out = msg.output + step.outOffset * ctx.elemSize;
 
   if (step.prim == Prim::Copy) {
     if (in != out) reduce::copy(out, in, bytes, ctx.streamingOutput);
     return StepResult::Ran;
   }
-  if (step.prim == Prim::ReduceAll) return reduceAll(step, ctx, links, error);
+  if (step.prim == Prim::ReduceAll) return reduceAll(step, msg, ctx, links, error);
 
   const void* slotIn = nullptr;
   RecvConnector* recv = step.recvPeer >= 0 ? links.recv[step.recvPeer] : nullptr;
@@ -89,7 +99,7 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
     SlotTag tag;
     slotIn = recv->peek(&got, &tag);
     if (!slotIn) return StepResult::NotReady;
-    if (!checkSlot(tag, got, bytes, step.recvPeer, ctx, error)) return StepResult::Failed;
+    if (!checkSlot(tag, got, bytes, step.recvPeer, msg.tag, ctx, error)) return StepResult::Failed;
   }
   void* slotOut = nullptr;
   SendConnector* send = step.sendPeer >= 0 ? links.send[step.sendPeer] : nullptr;
@@ -119,17 +129,23 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
       std::memcpy(slotOut, slotIn, bytes);
       reduce::copy(out, slotIn, bytes, ctx.streamingOutput);
       break;
+    case Prim::RecvReduceCopy:
+      // In place (out == in) is safe: each element is read before it is written.
+      ctx.reduceFn(out, slotIn, in, step.count);
+      finish(out, step.count, ctx);
+      break;
     default:
       *error = STRATA_ERROR(STRATA_ERR_INTERNAL, "primitive %s cannot run here", primName(step.prim));
       return StepResult::Failed;
   }
-  if (send) send->publish(bytes, ctx.tag);
+  if (send) send->publish(bytes, msg.tag);
   if (recv) recv->release();
   return StepResult::Ran;
 }
 
-PlanExecutor::StepResult PlanExecutor::reduceAll(const Step& step, const OpContext& ctx,
-                                                 const ChannelLinks& links, Status* error) {
+PlanExecutor::StepResult PlanExecutor::reduceAll(const Step& step, const Message& msg,
+                                                 const OpContext& ctx, const ChannelLinks& links,
+                                                 Status* error) {
   const size_t bytes = step.count * ctx.elemSize;
   peerSlots_.assign(ctx.nranks, nullptr);
   for (int p = 0; p < ctx.nranks; ++p) {
@@ -138,10 +154,10 @@ PlanExecutor::StepResult PlanExecutor::reduceAll(const Step& step, const OpConte
     SlotTag tag;
     peerSlots_[p] = links.recv[p]->peek(&got, &tag);
     if (!peerSlots_[p]) return StepResult::NotReady;
-    if (!checkSlot(tag, got, bytes, p, ctx, error)) return StepResult::Failed;
+    if (!checkSlot(tag, got, bytes, p, msg.tag, ctx, error)) return StepResult::Failed;
   }
-  const char* in = ctx.input + step.offset * ctx.elemSize;
-  char* out = ctx.output + step.offset * ctx.elemSize;
+  const char* in = msg.input + step.inOffset * ctx.elemSize;
+  char* out = msg.output + step.outOffset * ctx.elemSize;
   peerSlots_[ctx.rank] = in;
 
   // Fold in rank order, a block at a time through a scratch buffer: every rank

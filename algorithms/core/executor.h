@@ -35,6 +35,14 @@ struct ChannelLinks {
   }
 };
 
+// One message of an operation made of several (a group of sends and
+// receives, each with its own buffers and tag); steps name theirs by Step::msg.
+struct Message {
+  const char* input;
+  char* output;
+  SlotTag tag;
+};
+
 // Everything a step needs to know about the running operation.
 struct OpContext {
   const char* input;
@@ -47,6 +55,13 @@ struct OpContext {
   SlotTag tag;                // expected on every received slot
   reduce::ReduceFn reduceFn;  // into slots and scratch: regular stores
   bool streamingOutput;       // write the output with non-temporal stores
+  // When set, replaces input, output and tag: message i is messages[i]. The
+  // array outlives the operation (its owner keeps it with the request).
+  const Message* messages = nullptr;
+
+  Message message(const Step& step) const {
+    return messages ? messages[step.msg] : Message{input, output, tag};
+  }
 };
 
 enum class Advance { Done, Progressed, Blocked, Failed };
@@ -65,8 +80,8 @@ class PlanExecutor {
  private:
   enum class StepResult { Ran, NotReady, Failed };
   StepResult run(const Step& step, const OpContext& ctx, const ChannelLinks& links, Status* error);
-  StepResult reduceAll(const Step& step, const OpContext& ctx, const ChannelLinks& links,
-                       Status* error);
+  StepResult reduceAll(const Step& step, const Message& msg, const OpContext& ctx,
+                       const ChannelLinks& links, Status* error);
 
   std::vector<const void*> peerSlots_;  // ReduceAll's view of every peer's slot
 };

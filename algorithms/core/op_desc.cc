@@ -16,11 +16,33 @@ const char* opName(strata_op_t op) {
   return op >= 0 && op < STRATA_NUM_OPS ? kNames[op] : "invalid";
 }
 
+const char* collName(Coll coll) {
+  switch (coll) {
+    case Coll::Allreduce: return "allreduce";
+    case Coll::Broadcast: return "broadcast";
+    case Coll::Reduce: return "reduce";
+    case Coll::Allgather: return "allgather";
+    case Coll::Allgatherv: return "allgatherv";
+    case Coll::ReduceScatter: return "reduce_scatter";
+    case Coll::Alltoall: return "alltoall";
+    case Coll::Alltoallv: return "alltoallv";
+    case Coll::Barrier: return "barrier";
+    case Coll::SendRecv: return "send";
+  }
+  return "unknown-operation";
+}
+
 std::string OpDesc::describe() const {
-  const char* collName = coll == Coll::Allreduce ? "allreduce" : "unknown-collective";
   char buf[128];
-  std::snprintf(buf, sizeof(buf), "%s(count=%" PRIu64 ", %s, %s)", collName, count,
-                datatypeName(datatype), opName(op));
+  const bool reduces = coll == Coll::Allreduce || coll == Coll::Reduce || coll == Coll::ReduceScatter;
+  if (reduces)
+    std::snprintf(buf, sizeof(buf), "%s(count=%" PRIu64 ", %s, %s)", collName(coll), count,
+                  datatypeName(datatype), opName(op));
+  else if (coll == Coll::Barrier)
+    std::snprintf(buf, sizeof(buf), "barrier()");
+  else
+    std::snprintf(buf, sizeof(buf), "%s(count=%" PRIu64 ", %s)", collName(coll), count,
+                  datatypeName(datatype));
   return buf;
 }
 

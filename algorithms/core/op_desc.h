@@ -9,13 +9,25 @@
 
 namespace strata {
 
-enum class Coll : uint8_t { Allreduce = 1 };
+enum class Coll : uint8_t {
+  Allreduce = 1,
+  Broadcast,
+  Reduce,
+  Allgather,
+  Allgatherv,
+  ReduceScatter,
+  Alltoall,
+  Alltoallv,
+  Barrier,
+  SendRecv,  // point-to-point; count is the message's, op unused
+};
 
 struct OpDesc {
   Coll coll;
   strata_datatype_t datatype;
   strata_op_t op;
-  uint64_t count;  // elements; at most 2^48 - 1 (checked by the caller)
+  uint64_t count;  // elements per rank; at most 2^48 - 1 (checked by the caller);
+                   // 0 for the v-variants, whose counts differ by rank
 
   static constexpr uint64_t kMaxCount = (uint64_t(1) << 48) - 1;
 
@@ -26,11 +38,12 @@ struct OpDesc {
     return {Coll(v >> 56), strata_datatype_t((v >> 52) & 0xf), strata_op_t((v >> 48) & 0xf),
             v & kMaxCount};
   }
-  // "allreduce(count=1000, float32, sum)"
+  // "allreduce(count=1000, float32, sum)", "send(count=10, int8)"
   std::string describe() const;
 };
 
 const char* datatypeName(strata_datatype_t datatype);
 const char* opName(strata_op_t op);
+const char* collName(Coll coll);
 
 }  // namespace strata

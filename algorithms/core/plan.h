@@ -1,4 +1,4 @@
-// A plan: per channel, the list of steps one rank executes for one collective.
+// A plan: per channel, the list of steps one rank executes for one operation.
 // Each step is a primitive on connectors (the names follow NCCL's): it moves
 // one chunk from a receive connector and/or the user's input to a send
 // connector and/or the user's output. Steps run strictly in order; the
@@ -6,6 +6,8 @@
 // its receiver by up to nslots chunks.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -18,21 +20,52 @@ enum class Prim : uint8_t {
   RecvReduceSend,      // slot(next) <- slot(prev) op in
   RecvReduceCopySend,  // out, slot(next) <- finish(slot(prev) op in)
   RecvCopySend,        // out, slot(next) <- slot(prev)
+  RecvReduceCopy,      // out <- finish(slot(prev) op in)
   ReduceAll,           // out <- finish(in_0 op in_1 op ... op in_{n-1}), in rank
                        // order, own input from `in`, the others' from their slots
 };
 
 struct Step {
   Prim prim;
-  int32_t recvPeer;  // rank to receive from, -1 if none
-  int32_t sendPeer;  // rank to send to, -1 if none
-  uint64_t offset;   // element offset into the input and output buffers
-  uint64_t count;    // elements
+  uint16_t msg;        // which message of the operation (0 unless it has several)
+  int32_t recvPeer;    // rank to receive from, -1 if none
+  int32_t sendPeer;    // rank to send to, -1 if none
+  uint64_t inOffset;   // element offset into the message's input
+  uint64_t outOffset;  // element offset into the message's output
+  uint64_t count;      // elements
 };
 
 struct ChannelPlan {
   std::vector<Step> steps;
 };
+
+// What every builder needs to know about the communicator and the datatype.
+struct PlanShape {
+  int rank;
+  int nranks;
+  int nchannels;
+  size_t slotBytes;
+  size_t elemSize;
+
+  // Chunk boundaries fall on multiples of this many elements (64 bytes), so
+  // kernels see vector-aligned blocks.
+  uint64_t alignElems() const { return std::max<uint64_t>(1, 64 / elemSize); }
+  // The most elements one slot carries, aligned.
+  uint64_t slotElems() const { return slotBytes / elemSize / alignElems() * alignElems(); }
+};
+
+// Channel `ch`'s share [begin, end) of `count` elements split over `nch`
+// channels in aligned contiguous ranges (empty for trailing channels when
+// there is little data). Every rank computes the same split from count.
+struct Range {
+  uint64_t begin, end;
+};
+inline Range channelRange(uint64_t count, int nch, int ch, uint64_t align) {
+  uint64_t per = (count + nch - 1) / nch;
+  per = (per + align - 1) / align * align;
+  uint64_t begin = std::min<uint64_t>(count, uint64_t(ch) * per);
+  return {begin, std::min<uint64_t>(count, begin + per)};
+}
 
 const char* primName(Prim prim);
 

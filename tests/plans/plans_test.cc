@@ -195,7 +195,7 @@ TEST(Plans, RingStepsCoverEveryElementOnce) {
         for (const auto& p : plans)
           for (const auto& s : p.steps)
             if (s.prim == Prim::RecvReduceCopySend || s.prim == Prim::RecvCopySend || s.prim == Prim::Recv)
-              for (uint64_t i = s.offset; i < s.offset + s.count; ++i) written[i]++;
+              for (uint64_t i = s.outOffset; i < s.outOffset + s.count; ++i) written[i]++;
         for (uint64_t i = 0; i < count; ++i) ASSERT_EQ(written[i], 1) << "n=" << n << " r=" << r << " i=" << i;
       }
     }

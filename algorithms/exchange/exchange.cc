@@ -1,0 +1,127 @@
+#include "exchange.h"
+
+namespace strata {
+namespace {
+
+struct Stream {
+  int peer;
+  bool send;
+  std::vector<const Transfer*> transfers;
+  size_t transfer = 0;  // cursor: current transfer
+  uint64_t done = 0;    // and elements of its channel share already emitted
+};
+
+// Order of visit: rank+1, rank-1, rank+2, rank-2, ... (each peer once).
+std::vector<int> visitOrder(int rank, int n) {
+  std::vector<int> order;
+  std::vector<bool> seen(n, false);
+  seen[rank] = true;
+  for (int d = 1; static_cast<int>(order.size()) < n - 1; ++d)
+    for (int peer : {(rank + d) % n, ((rank - d) % n + n) % n})
+      if (!seen[peer]) {
+        seen[peer] = true;
+        order.push_back(peer);
+      }
+  return order;
+}
+
+}  // namespace
+
+void buildExchange(const PlanShape& shape, const ExchangeSpec& spec, int nchannels,
+                   std::vector<ChannelPlan>& plans) {
+  // Channel shares in whole slots: a transfer of one slot or less stays on
+  // channel 0, so its split depends on nothing but its own count.
+  const uint64_t slotElems = shape.slotElems();
+  const uint64_t align = slotElems;
+  std::vector<Stream> streams;
+  for (int peer : visitOrder(shape.rank, shape.nranks))
+    for (bool send : {true, false}) {
+      Stream s{peer, send, {}};
+      for (const Transfer& t : send ? spec.sends : spec.recvs)
+        if (t.peer == peer && t.count > 0) s.transfers.push_back(&t);
+      if (!s.transfers.empty()) streams.push_back(std::move(s));
+    }
+
+  for (int ch = 0; ch < nchannels; ++ch) {
+    auto& steps = plans[ch].steps;
+    steps.clear();
+    for (const Transfer& t : spec.copies) {
+      auto [b, e] = channelRange(t.count, nchannels, ch, align);
+      if (e > b) steps.push_back({Prim::Copy, t.msg, -1, -1, t.inOffset + b, t.outOffset + b, e - b});
+    }
+    // Appends the stream's next piece on this channel; false when it has none.
+    auto emitPiece = [&](Stream& s) {
+      for (; s.transfer < s.transfers.size(); ++s.transfer, s.done = 0) {
+        const Transfer& t = *s.transfers[s.transfer];
+        auto [b, e] = channelRange(t.count, nchannels, ch, align);
+        if (b + s.done >= e) continue;
+        uint64_t off = b + s.done, len = std::min(slotElems, e - off);
+        s.done += len;
+        if (s.send) steps.push_back({Prim::Send, t.msg, -1, s.peer, t.inOffset + off, 0, len});
+        else steps.push_back({Prim::Recv, t.msg, s.peer, -1, 0, t.outOffset + off, len});
+        return true;
+      }
+      return false;
+    };
+    for (Stream& s : streams) s.transfer = 0, s.done = 0;
+    for (bool more = true; more;) {
+      more = false;
+      for (bool sends : {true, false})
+        for (Stream& s : streams)
+          if (s.send == sends) more |= emitPiece(s);
+    }
+  }
+}
+
+void allgatherSpec(const PlanShape& shape, uint64_t count, ExchangeSpec* spec) {
+  spec->clear();
+  for (int p = 0; p < shape.nranks; ++p) {
+    if (p == shape.rank) {
+      spec->copies.push_back({p, 0, 0, p * count, count});
+      continue;
+    }
+    spec->sends.push_back({p, 0, 0, 0, count});
+    spec->recvs.push_back({p, 0, 0, p * count, count});
+  }
+}
+
+void allgathervSpec(const PlanShape& shape, const size_t* counts, const size_t* displs,
+                    ExchangeSpec* spec) {
+  spec->clear();
+  const size_t mine = counts[shape.rank];
+  for (int p = 0; p < shape.nranks; ++p) {
+    if (p == shape.rank) {
+      spec->copies.push_back({p, 0, 0, displs[p], mine});
+      continue;
+    }
+    spec->sends.push_back({p, 0, 0, 0, mine});
+    spec->recvs.push_back({p, 0, 0, displs[p], counts[p]});
+  }
+}
+
+void alltoallSpec(const PlanShape& shape, uint64_t count, ExchangeSpec* spec) {
+  spec->clear();
+  for (int p = 0; p < shape.nranks; ++p) {
+    if (p == shape.rank) {
+      spec->copies.push_back({p, 0, p * count, p * count, count});
+      continue;
+    }
+    spec->sends.push_back({p, 0, p * count, 0, count});
+    spec->recvs.push_back({p, 0, 0, p * count, count});
+  }
+}
+
+void alltoallvSpec(const PlanShape& shape, const size_t* sendCounts, const size_t* sendDispls,
+                   const size_t* recvCounts, const size_t* recvDispls, ExchangeSpec* spec) {
+  spec->clear();
+  for (int p = 0; p < shape.nranks; ++p) {
+    if (p == shape.rank) {
+      spec->copies.push_back({p, 0, sendDispls[p], recvDispls[p], sendCounts[p]});
+      continue;
+    }
+    spec->sends.push_back({p, 0, sendDispls[p], 0, sendCounts[p]});
+    spec->recvs.push_back({p, 0, 0, recvDispls[p], recvCounts[p]});
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,53 @@
+// Exchanges: every rank sends blocks to, and receives blocks from, chosen
+// peers, with no reduction. Allgather(v), alltoall(v) and groups of sends and
+// receives are all built from one description of who sends what to whom.
+//
+// Schedule: each transfer is split over the channels and into slot-sized
+// pieces. A stream is everything sent to (or received from) one peer, its
+// transfers in the order given. Round k issues piece k of every send stream,
+// then piece k of every receive stream, peers visited as rank+1, rank-1,
+// rank+2, ... Deadlock-free whenever every send has its matching receive:
+// by induction, all ranks finish round k-1, so each connector's FIFO has
+// room for round k's piece (its receiver took the earlier ones), every send
+// of round k goes out, and so every receive of round k completes. Matching
+// pieces need not be issued in the same order on both sides, only in the
+// same round.
+#pragma once
+
+#include <vector>
+
+#include "plan.h"
+
+namespace strata {
+
+struct Transfer {
+  int peer;           // the other rank; the own rank for a local copy
+  uint16_t msg;       // Step::msg of its steps
+  uint64_t inOffset;  // elements: where it comes from (sends and copies)
+  uint64_t outOffset; // elements: where it goes (receives and copies)
+  uint64_t count;     // elements
+};
+
+struct ExchangeSpec {
+  std::vector<Transfer> sends;
+  std::vector<Transfer> recvs;
+  std::vector<Transfer> copies;  // input -> output within this rank
+  void clear() {
+    sends.clear();
+    recvs.clear();
+    copies.clear();
+  }
+};
+
+void buildExchange(const PlanShape& shape, const ExchangeSpec& spec, int nchannels,
+                   std::vector<ChannelPlan>& plans);
+
+// The specs of the collectives, for `count` elements per rank.
+void allgatherSpec(const PlanShape& shape, uint64_t count, ExchangeSpec* spec);
+void allgathervSpec(const PlanShape& shape, const size_t* counts, const size_t* displs,
+                    ExchangeSpec* spec);
+void alltoallSpec(const PlanShape& shape, uint64_t count, ExchangeSpec* spec);
+void alltoallvSpec(const PlanShape& shape, const size_t* sendCounts, const size_t* sendDispls,
+                   const size_t* recvCounts, const size_t* recvDispls, ExchangeSpec* spec);
+
+}  // namespace strata
