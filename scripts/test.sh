@@ -41,7 +41,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Db_lundef=false
 # A TSan report makes the reporting process exit non-zero, failing its test.
 TSAN_OPTIONS=halt_on_error=1 \
-  run_suite build-tsan "thread sanitizer" "plans api robustness robustness_tcp" \
+  run_suite build-tsan "thread sanitizer" "plans api collectives robustness robustness_tcp" \
   -Db_sanitize=thread -Dbuildtype=debugoptimized -Db_lundef=false
 
 shm_after=$(ls /dev/shm 2>/dev/null | grep '^strata-' | sort || true)

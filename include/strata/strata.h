@@ -133,6 +133,111 @@ STRATA_API strata_result_t strata_iallreduce(const void* sendbuf, void* recvbuf,
                                              strata_datatype_t datatype, strata_op_t op,
                                              strata_comm_t comm, strata_request_t* request);
 
+/* The collectives below follow NCCL's and MPI's conventions. Counts are in
+ * elements; "block" means count elements. Every rank passes the same count,
+ * datatype, op and root (v-variants: the same counts and displacements where
+ * they describe the same blocks). Blocking forms return when this rank's part
+ * is done; the strata_i* forms return a request at once (NULL when there is
+ * nothing to do) and need their buffers untouched until it completes. A count
+ * of 0 moves nothing and returns at once (allgatherv/alltoallv still take part).
+ * Buffers that must not overlap get STRATA_ERR_INVALID_ARGUMENT if they do. */
+
+/* The root's sendbuf reaches every rank's recvbuf. sendbuf is read on the root
+ * only (may be NULL elsewhere); in place when sendbuf == recvbuf. */
+STRATA_API strata_result_t strata_broadcast(const void* sendbuf, void* recvbuf, size_t count,
+                                            strata_datatype_t datatype, int root,
+                                            strata_comm_t comm);
+STRATA_API strata_result_t strata_ibroadcast(const void* sendbuf, void* recvbuf, size_t count,
+                                             strata_datatype_t datatype, int root,
+                                             strata_comm_t comm, strata_request_t* request);
+
+/* The root's recvbuf[i] = op over ranks of sendbuf[i]. recvbuf is written on
+ * the root only (may be NULL elsewhere); in place when sendbuf == recvbuf. */
+STRATA_API strata_result_t strata_reduce(const void* sendbuf, void* recvbuf, size_t count,
+                                         strata_datatype_t datatype, strata_op_t op, int root,
+                                         strata_comm_t comm);
+STRATA_API strata_result_t strata_ireduce(const void* sendbuf, void* recvbuf, size_t count,
+                                          strata_datatype_t datatype, strata_op_t op, int root,
+                                          strata_comm_t comm, strata_request_t* request);
+
+/* recvbuf (nranks blocks) gets rank r's sendbuf (one block) as block r. In
+ * place when sendbuf == recvbuf + rank * count elements. */
+STRATA_API strata_result_t strata_allgather(const void* sendbuf, void* recvbuf, size_t count,
+                                            strata_datatype_t datatype, strata_comm_t comm);
+STRATA_API strata_result_t strata_iallgather(const void* sendbuf, void* recvbuf, size_t count,
+                                             strata_datatype_t datatype, strata_comm_t comm,
+                                             strata_request_t* request);
+
+/* Like allgather with recvcounts[r] elements from rank r placed at
+ * recvbuf + displs[r] elements; sendcount must equal recvcounts[rank]. In
+ * place when sendbuf == recvbuf + displs[rank] elements. */
+STRATA_API strata_result_t strata_allgatherv(const void* sendbuf, size_t sendcount, void* recvbuf,
+                                             const size_t* recvcounts, const size_t* displs,
+                                             strata_datatype_t datatype, strata_comm_t comm);
+STRATA_API strata_result_t strata_iallgatherv(const void* sendbuf, size_t sendcount,
+                                              void* recvbuf, const size_t* recvcounts,
+                                              const size_t* displs, strata_datatype_t datatype,
+                                              strata_comm_t comm, strata_request_t* request);
+
+/* recvbuf (one block) = op over ranks of block `rank` of sendbuf (nranks
+ * blocks). In place when recvbuf == sendbuf + rank * count elements. */
+STRATA_API strata_result_t strata_reduce_scatter(const void* sendbuf, void* recvbuf, size_t count,
+                                                 strata_datatype_t datatype, strata_op_t op,
+                                                 strata_comm_t comm);
+STRATA_API strata_result_t strata_ireduce_scatter(const void* sendbuf, void* recvbuf,
+                                                  size_t count, strata_datatype_t datatype,
+                                                  strata_op_t op, strata_comm_t comm,
+                                                  strata_request_t* request);
+
+/* Block p of sendbuf goes to rank p, where it lands as block `rank` of
+ * recvbuf (both nranks blocks). Not in place: the buffers may not overlap. */
+STRATA_API strata_result_t strata_alltoall(const void* sendbuf, void* recvbuf, size_t count,
+                                           strata_datatype_t datatype, strata_comm_t comm);
+STRATA_API strata_result_t strata_ialltoall(const void* sendbuf, void* recvbuf, size_t count,
+                                            strata_datatype_t datatype, strata_comm_t comm,
+                                            strata_request_t* request);
+
+/* sendcounts[p] elements from sendbuf + sdispls[p] go to rank p, which
+ * receives them as recvcounts[rank] elements at recvbuf + rdispls[rank].
+ * sendcounts[rank] must equal recvcounts[rank]. Not in place. */
+STRATA_API strata_result_t strata_alltoallv(const void* sendbuf, const size_t* sendcounts,
+                                            const size_t* sdispls, void* recvbuf,
+                                            const size_t* recvcounts, const size_t* rdispls,
+                                            strata_datatype_t datatype, strata_comm_t comm);
+STRATA_API strata_result_t strata_ialltoallv(const void* sendbuf, const size_t* sendcounts,
+                                             const size_t* sdispls, void* recvbuf,
+                                             const size_t* recvcounts, const size_t* rdispls,
+                                             strata_datatype_t datatype, strata_comm_t comm,
+                                             strata_request_t* request);
+
+/* Point-to-point: messages between two ranks match in the order they were
+ * posted, with the same count and datatype. A blocking send may wait for its
+ * receiver; post exchanges (each rank sends to and receives from others)
+ * between strata_group_start/end so they progress together. A rank may send
+ * to itself inside a group. */
+STRATA_API strata_result_t strata_send(const void* sendbuf, size_t count,
+                                       strata_datatype_t datatype, int peer, strata_comm_t comm);
+STRATA_API strata_result_t strata_recv(void* recvbuf, size_t count, strata_datatype_t datatype,
+                                       int peer, strata_comm_t comm);
+STRATA_API strata_result_t strata_isend(const void* sendbuf, size_t count,
+                                        strata_datatype_t datatype, int peer, strata_comm_t comm,
+                                        strata_request_t* request);
+STRATA_API strata_result_t strata_irecv(void* recvbuf, size_t count, strata_datatype_t datatype,
+                                        int peer, strata_comm_t comm, strata_request_t* request);
+
+/* Returns once every rank has entered the barrier. */
+STRATA_API strata_result_t strata_barrier(strata_comm_t comm);
+STRATA_API strata_result_t strata_ibarrier(strata_comm_t comm, strata_request_t* request);
+
+/* Groups (like ncclGroupStart/End), per calling thread, nestable: blocking
+ * calls made inside a group are validated and queued, and return at once;
+ * strata_group_end issues them (each communicator's collectives in call
+ * order, then its sends and receives as one exchange that progresses
+ * together) and waits for all of them. The strata_i* forms are not allowed
+ * inside a group. Buffers must stay valid until strata_group_end returns. */
+STRATA_API strata_result_t strata_group_start(void);
+STRATA_API strata_result_t strata_group_end(void);
+
 /* Sets *done to 1 and frees the request when it has completed (successfully
  * or not: the result says which); otherwise sets *done to 0 and returns
  * STRATA_SUCCESS. A NULL request is complete. */

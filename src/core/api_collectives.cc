@@ -1,5 +1,6 @@
-// C API: collectives and requests. Every argument is checked here, before
-// anything is queued, so a bad call never disturbs the other ranks.
+// C API: collectives, point-to-point and requests. Every argument is checked
+// here, before anything is queued, so a bad call never disturbs the other ranks.
+#include <algorithm>
 #include <cstdint>
 
 #include "api_state.h"
@@ -8,35 +9,339 @@
 namespace strata::api {
 namespace {
 
-bool overlaps(const void* a, const void* b, size_t bytes) {
-  auto x = reinterpret_cast<uintptr_t>(a);
-  auto y = reinterpret_cast<uintptr_t>(b);
-  return x < y + bytes && y < x + bytes;
-}
-
-Status checkAllreduce(const void* sendbuf, void* recvbuf, size_t count, strata_datatype_t datatype,
-                      strata_op_t op, strata_comm* comm) {
+Status checkComm(strata_comm* comm) {
   if (!comm) return STRATA_INVALID_ARG("comm is NULL");
-  if (datatype < 0 || datatype >= STRATA_NUM_DATATYPES)
-    return STRATA_INVALID_ARG("datatype=%d is not a strata_datatype_t", static_cast<int>(datatype));
-  if (op < 0 || op >= STRATA_NUM_OPS)
-    return STRATA_INVALID_ARG("op=%d is not a strata_op_t", static_cast<int>(op));
-  const size_t size = strata_datatype_size(datatype);
-  if (count > OpDesc::kMaxCount || count > SIZE_MAX / size)
-    return STRATA_INVALID_ARG("count=%zu is too large (at most %llu elements of %s)", count,
-                              (unsigned long long)std::min<uint64_t>(OpDesc::kMaxCount, SIZE_MAX / size),
-                              datatypeName(datatype));
-  if (count > 0 && !sendbuf) return STRATA_INVALID_ARG("sendbuf is NULL with count=%zu", count);
-  if (count > 0 && !recvbuf) return STRATA_INVALID_ARG("recvbuf is NULL with count=%zu", count);
-  if (sendbuf != recvbuf && count > 0 && overlaps(sendbuf, recvbuf, count * size))
-    return STRATA_INVALID_ARG("sendbuf=%p and recvbuf=%p overlap without being equal (%zu bytes)",
-                              sendbuf, static_cast<void*>(recvbuf), count * size);
   if (comm->impl->failed()) {
     Status earlier = comm->impl->failure();
     return makeErrorQuiet(earlier.code(), "the communicator failed earlier: %s", earlier.message().c_str());
   }
   return Status::ok();
 }
+
+Status checkDatatype(strata_datatype_t datatype) {
+  if (datatype < 0 || datatype >= STRATA_NUM_DATATYPES)
+    return STRATA_INVALID_ARG("datatype=%d is not a strata_datatype_t", static_cast<int>(datatype));
+  return Status::ok();
+}
+
+Status checkOp(strata_op_t op) {
+  if (op < 0 || op >= STRATA_NUM_OPS)
+    return STRATA_INVALID_ARG("op=%d is not a strata_op_t", static_cast<int>(op));
+  return Status::ok();
+}
+
+// `count` elements, `blocks` times over (the whole buffer), must be
+// addressable and fit a slot tag. The datatype is valid.
+Status checkCount(const char* name, size_t count, uint64_t blocks, strata_datatype_t datatype) {
+  const uint64_t limit = std::min<uint64_t>(OpDesc::kMaxCount, SIZE_MAX / strata_datatype_size(datatype)) / blocks;
+  if (count > limit)
+    return STRATA_INVALID_ARG("%s=%zu is too large (at most %llu elements of %s%s)", name, count,
+                              (unsigned long long)limit, datatypeName(datatype),
+                              blocks > 1 ? " per rank" : "");
+  return Status::ok();
+}
+
+Status checkRank(const char* name, int value, strata_comm* comm) {
+  if (value < 0 || value >= comm->impl->size())
+    return STRATA_INVALID_ARG("%s=%d is outside 0..%d (the communicator's ranks)", name, value,
+                              comm->impl->size() - 1);
+  return Status::ok();
+}
+
+Status checkBuffer(const char* name, const void* buf, uint64_t bytes) {
+  if (bytes > 0 && !buf) return STRATA_INVALID_ARG("%s is NULL with %llu bytes to move", name, (unsigned long long)bytes);
+  return Status::ok();
+}
+
+bool overlaps(const void* a, uint64_t aBytes, const void* b, uint64_t bBytes) {
+  auto x = reinterpret_cast<uintptr_t>(a);
+  auto y = reinterpret_cast<uintptr_t>(b);
+  return aBytes > 0 && bBytes > 0 && x < y + bBytes && y < x + aBytes;
+}
+
+// sendbuf and recvbuf are either the in-place pair (sendbuf == inPlaceAt) or
+// disjoint.
+Status checkPlacement(const void* sendbuf, uint64_t sendBytes, const void* recvbuf, uint64_t recvBytes,
+                      const void* inPlaceAt, const char* inPlaceRule) {
+  if (inPlaceAt && sendbuf == inPlaceAt) return Status::ok();
+  if (overlaps(sendbuf, sendBytes, recvbuf, recvBytes))
+    return STRATA_INVALID_ARG("sendbuf=%p (%llu bytes) and recvbuf=%p (%llu bytes) overlap; %s",
+                              sendbuf, (unsigned long long)sendBytes, recvbuf,
+                              (unsigned long long)recvBytes, inPlaceRule);
+  return Status::ok();
+}
+
+// The extent in elements of blocks (counts[i] at displs[i]), checked for
+// arrays present and no overflow.
+Status blocksExtent(const char* countsName, const size_t* counts, const char* displsName,
+                    const size_t* displs, int n, uint64_t* extent) {
+  if (!counts) return STRATA_INVALID_ARG("%s is NULL", countsName);
+  if (!displs) return STRATA_INVALID_ARG("%s is NULL", displsName);
+  *extent = 0;
+  for (int p = 0; p < n; ++p) {
+    if (counts[p] > OpDesc::kMaxCount || displs[p] > OpDesc::kMaxCount)
+      return STRATA_INVALID_ARG("%s[%d]=%zu or %s[%d]=%zu is too large", countsName, p, counts[p],
+                                displsName, p, displs[p]);
+    if (counts[p] > 0) *extent = std::max<uint64_t>(*extent, counts[p] + displs[p]);
+  }
+  return Status::ok();
+}
+
+// Queues the call in the thread's group, or submits it and (blocking) waits.
+strata_result_t issue(strata_comm* comm, const CollCall& call, bool nothingToDo,
+                      strata_request_t* request) {
+  if (groupActive()) {
+    if (request)
+      return finish(makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
+                                   "non-blocking %s inside strata_group_start/end; use the "
+                                   "blocking form, which the group makes asynchronous",
+                                   collName(call.coll)),
+                    comm);
+    if (!nothingToDo) deferCollective(comm, call);
+    return STRATA_SUCCESS;
+  }
+  if (nothingToDo) {
+    if (request) *request = nullptr;
+    return STRATA_SUCCESS;
+  }
+  CallGuard guard(comm);
+  if (!request) {
+    Request r;
+    Status s = comm->impl->submit(call, true, &r);
+    if (s.isOk()) s = comm->impl->wait(r);
+    return finish(s, comm);
+  }
+  auto* r = new strata_request{{}, comm};
+  Status s = comm->impl->submit(call, false, &r->request);
+  if (!s.isOk()) {
+    delete r;
+    return finish(s, comm);
+  }
+  *request = r;
+  return STRATA_SUCCESS;
+}
+
+strata_result_t issueP2p(strata_comm* comm, const Comm::P2pOp& op, strata_request_t* request) {
+  if (groupActive()) {
+    if (request)
+      return finish(makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
+                                   "strata_i%s inside strata_group_start/end; use strata_%s",
+                                   op.send ? "send" : "recv", op.send ? "send" : "recv"),
+                    comm);
+    if (op.count > 0) deferP2p(comm, op);
+    return STRATA_SUCCESS;
+  }
+  if (op.count == 0) {
+    if (request) *request = nullptr;
+    return STRATA_SUCCESS;
+  }
+  if (op.peer == comm->impl->rank())
+    return finish(makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
+                                 "peer=%d is this rank itself: a message to oneself needs its send "
+                                 "and receive in one strata_group_start/end", op.peer),
+                  comm);
+  CallGuard guard(comm);
+  if (!request) {
+    Request r;
+    Status s = comm->impl->submitGroup({op}, true, &r);
+    if (s.isOk()) s = comm->impl->wait(r);
+    return finish(s, comm);
+  }
+  auto* r = new strata_request{{}, comm};
+  Status s = comm->impl->submitGroup({op}, false, &r->request);
+  if (!s.isOk()) {
+    delete r;
+    return finish(s, comm);
+  }
+  *request = r;
+  return STRATA_SUCCESS;
+}
+
+CollCall makeCall(Coll coll, const void* sendbuf, void* recvbuf, size_t count,
+                  strata_datatype_t datatype, strata_op_t op = STRATA_SUM, int root = 0) {
+  return CollCall{coll, sendbuf, recvbuf, count, datatype, op, root, nullptr, nullptr, nullptr, nullptr};
+}
+
+#define STRATA_TRY(expr)                        \
+  do {                                          \
+    ::strata::Status s_ = (expr);               \
+    if (!s_.isOk()) return finish(s_, comm);    \
+  } while (0)
+
+strata_result_t allreduce(const void* sendbuf, void* recvbuf, size_t count,
+                          strata_datatype_t datatype, strata_op_t op, strata_comm* comm,
+                          strata_request_t* request) {
+  STRATA_TRY(checkComm(comm));
+  STRATA_TRY(checkDatatype(datatype));
+  STRATA_TRY(checkOp(op));
+  STRATA_TRY(checkCount("count", count, 1, datatype));
+  const uint64_t bytes = count * strata_datatype_size(datatype);
+  STRATA_TRY(checkBuffer("sendbuf", sendbuf, bytes));
+  STRATA_TRY(checkBuffer("recvbuf", recvbuf, bytes));
+  STRATA_TRY(checkPlacement(sendbuf, bytes, recvbuf, bytes, recvbuf, "in place means sendbuf == recvbuf"));
+  return issue(comm, makeCall(Coll::Allreduce, sendbuf, recvbuf, count, datatype, op), count == 0, request);
+}
+
+strata_result_t broadcast(const void* sendbuf, void* recvbuf, size_t count,
+                          strata_datatype_t datatype, int root, strata_comm* comm,
+                          strata_request_t* request) {
+  STRATA_TRY(checkComm(comm));
+  STRATA_TRY(checkDatatype(datatype));
+  STRATA_TRY(checkCount("count", count, 1, datatype));
+  STRATA_TRY(checkRank("root", root, comm));
+  const uint64_t bytes = count * strata_datatype_size(datatype);
+  const bool isRoot = root == comm->impl->rank();
+  if (isRoot) STRATA_TRY(checkBuffer("sendbuf", sendbuf, bytes));
+  STRATA_TRY(checkBuffer("recvbuf", recvbuf, bytes));
+  if (isRoot)
+    STRATA_TRY(checkPlacement(sendbuf, bytes, recvbuf, bytes, recvbuf, "in place means sendbuf == recvbuf"));
+  return issue(comm, makeCall(Coll::Broadcast, sendbuf, recvbuf, count, datatype, STRATA_SUM, root),
+               count == 0, request);
+}
+
+strata_result_t reduce(const void* sendbuf, void* recvbuf, size_t count, strata_datatype_t datatype,
+                       strata_op_t op, int root, strata_comm* comm, strata_request_t* request) {
+  STRATA_TRY(checkComm(comm));
+  STRATA_TRY(checkDatatype(datatype));
+  STRATA_TRY(checkOp(op));
+  STRATA_TRY(checkCount("count", count, 1, datatype));
+  STRATA_TRY(checkRank("root", root, comm));
+  const uint64_t bytes = count * strata_datatype_size(datatype);
+  const bool isRoot = root == comm->impl->rank();
+  STRATA_TRY(checkBuffer("sendbuf", sendbuf, bytes));
+  if (isRoot) {
+    STRATA_TRY(checkBuffer("recvbuf", recvbuf, bytes));
+    STRATA_TRY(checkPlacement(sendbuf, bytes, recvbuf, bytes, recvbuf, "in place means sendbuf == recvbuf"));
+  }
+  return issue(comm, makeCall(Coll::Reduce, sendbuf, recvbuf, count, datatype, op, root), count == 0,
+               request);
+}
+
+strata_result_t allgather(const void* sendbuf, void* recvbuf, size_t count,
+                          strata_datatype_t datatype, strata_comm* comm, strata_request_t* request) {
+  STRATA_TRY(checkComm(comm));
+  STRATA_TRY(checkDatatype(datatype));
+  const int n = comm->impl->size();
+  STRATA_TRY(checkCount("count", count, n, datatype));
+  const uint64_t bytes = count * strata_datatype_size(datatype);
+  STRATA_TRY(checkBuffer("sendbuf", sendbuf, bytes));
+  STRATA_TRY(checkBuffer("recvbuf", recvbuf, bytes * n));
+  const char* inPlace = static_cast<const char*>(recvbuf) + bytes * comm->impl->rank();
+  STRATA_TRY(checkPlacement(sendbuf, bytes, recvbuf, bytes * n, bytes ? inPlace : nullptr,
+                            "in place means sendbuf == recvbuf + rank * count elements"));
+  return issue(comm, makeCall(Coll::Allgather, sendbuf, recvbuf, count, datatype), count == 0, request);
+}
+
+strata_result_t reduceScatter(const void* sendbuf, void* recvbuf, size_t count,
+                              strata_datatype_t datatype, strata_op_t op, strata_comm* comm,
+                              strata_request_t* request) {
+  STRATA_TRY(checkComm(comm));
+  STRATA_TRY(checkDatatype(datatype));
+  STRATA_TRY(checkOp(op));
+  const int n = comm->impl->size();
+  STRATA_TRY(checkCount("count", count, n, datatype));
+  const uint64_t bytes = count * strata_datatype_size(datatype);
+  STRATA_TRY(checkBuffer("sendbuf", sendbuf, bytes * n));
+  STRATA_TRY(checkBuffer("recvbuf", recvbuf, bytes));
+  // In place: the output block is the own block of the input.
+  if (bytes && recvbuf != static_cast<const char*>(sendbuf) + bytes * comm->impl->rank())
+    STRATA_TRY(checkPlacement(sendbuf, bytes * n, recvbuf, bytes, nullptr,
+                              "in place means recvbuf == sendbuf + rank * count elements"));
+  return issue(comm, makeCall(Coll::ReduceScatter, sendbuf, recvbuf, count, datatype, op), count == 0,
+               request);
+}
+
+strata_result_t alltoall(const void* sendbuf, void* recvbuf, size_t count,
+                         strata_datatype_t datatype, strata_comm* comm, strata_request_t* request) {
+  STRATA_TRY(checkComm(comm));
+  STRATA_TRY(checkDatatype(datatype));
+  const int n = comm->impl->size();
+  STRATA_TRY(checkCount("count", count, n, datatype));
+  const uint64_t bytes = count * strata_datatype_size(datatype) * n;
+  STRATA_TRY(checkBuffer("sendbuf", sendbuf, bytes));
+  STRATA_TRY(checkBuffer("recvbuf", recvbuf, bytes));
+  STRATA_TRY(checkPlacement(sendbuf, bytes, recvbuf, bytes, nullptr, "alltoall is never in place"));
+  return issue(comm, makeCall(Coll::Alltoall, sendbuf, recvbuf, count, datatype), count == 0, request);
+}
+
+strata_result_t allgatherv(const void* sendbuf, size_t sendcount, void* recvbuf,
+                           const size_t* recvcounts, const size_t* displs,
+                           strata_datatype_t datatype, strata_comm* comm, strata_request_t* request) {
+  STRATA_TRY(checkComm(comm));
+  STRATA_TRY(checkDatatype(datatype));
+  const int n = comm->impl->size(), rank = comm->impl->rank();
+  uint64_t extent = 0;
+  STRATA_TRY(blocksExtent("recvcounts", recvcounts, "displs", displs, n, &extent));
+  STRATA_TRY(checkCount("the receive extent (max displs[p] + recvcounts[p])", extent, 1, datatype));
+  if (sendcount != recvcounts[rank])
+    return finish(STRATA_INVALID_ARG("sendcount=%zu differs from recvcounts[%d]=%zu (this rank's block)",
+                                     sendcount, rank, recvcounts[rank]),
+                  comm);
+  const size_t size = strata_datatype_size(datatype);
+  STRATA_TRY(checkBuffer("sendbuf", sendbuf, sendcount * size));
+  STRATA_TRY(checkBuffer("recvbuf", recvbuf, extent * size));
+  const char* inPlace = static_cast<const char*>(recvbuf) + displs[rank] * size;
+  STRATA_TRY(checkPlacement(sendbuf, sendcount * size, recvbuf, extent * size, sendcount ? inPlace : nullptr,
+                            "in place means sendbuf == recvbuf + displs[rank] elements"));
+  CollCall call = makeCall(Coll::Allgatherv, sendbuf, recvbuf, 0, datatype);
+  call.recvCounts = recvcounts;
+  call.recvDispls = displs;
+  return issue(comm, call, false, request);
+}
+
+strata_result_t alltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls,
+                          void* recvbuf, const size_t* recvcounts, const size_t* rdispls,
+                          strata_datatype_t datatype, strata_comm* comm, strata_request_t* request) {
+  STRATA_TRY(checkComm(comm));
+  STRATA_TRY(checkDatatype(datatype));
+  const int n = comm->impl->size(), rank = comm->impl->rank();
+  uint64_t sendExtent = 0, recvExtent = 0;
+  STRATA_TRY(blocksExtent("sendcounts", sendcounts, "sdispls", sdispls, n, &sendExtent));
+  STRATA_TRY(blocksExtent("recvcounts", recvcounts, "rdispls", rdispls, n, &recvExtent));
+  STRATA_TRY(checkCount("the send extent (max sdispls[p] + sendcounts[p])", sendExtent, 1, datatype));
+  STRATA_TRY(checkCount("the receive extent (max rdispls[p] + recvcounts[p])", recvExtent, 1, datatype));
+  if (sendcounts[rank] != recvcounts[rank])
+    return finish(STRATA_INVALID_ARG("sendcounts[%d]=%zu differs from recvcounts[%d]=%zu (the block "
+                                     "this rank sends to itself)", rank, sendcounts[rank], rank,
+                                     recvcounts[rank]),
+                  comm);
+  const size_t size = strata_datatype_size(datatype);
+  STRATA_TRY(checkBuffer("sendbuf", sendbuf, sendExtent * size));
+  STRATA_TRY(checkBuffer("recvbuf", recvbuf, recvExtent * size));
+  STRATA_TRY(checkPlacement(sendbuf, sendExtent * size, recvbuf, recvExtent * size, nullptr,
+                            "alltoallv is never in place"));
+  CollCall call = makeCall(Coll::Alltoallv, sendbuf, recvbuf, 0, datatype);
+  call.sendCounts = sendcounts;
+  call.sendDispls = sdispls;
+  call.recvCounts = recvcounts;
+  call.recvDispls = rdispls;
+  return issue(comm, call, false, request);
+}
+
+strata_result_t p2p(bool send, const void* sendbuf, void* recvbuf, size_t count,
+                    strata_datatype_t datatype, int peer, strata_comm* comm,
+                    strata_request_t* request) {
+  STRATA_TRY(checkComm(comm));
+  STRATA_TRY(checkDatatype(datatype));
+  STRATA_TRY(checkCount("count", count, 1, datatype));
+  STRATA_TRY(checkRank("peer", peer, comm));
+  const uint64_t bytes = count * strata_datatype_size(datatype);
+  STRATA_TRY(send ? checkBuffer("sendbuf", sendbuf, bytes) : checkBuffer("recvbuf", recvbuf, bytes));
+  return issueP2p(comm, Comm::P2pOp{send, peer, sendbuf, recvbuf, count, datatype}, request);
+}
+
+strata_result_t barrier(strata_comm* comm, strata_request_t* request) {
+  STRATA_TRY(checkComm(comm));
+  return issue(comm, makeCall(Coll::Barrier, nullptr, nullptr, 1, STRATA_UINT8), false, request);
+}
+
+#undef STRATA_TRY
+
+// Non-blocking forms require somewhere to put the request.
+#define STRATA_NEED_REQUEST(request)                                                     \
+  do {                                                                                   \
+    if (!(request)) return finish(STRATA_INVALID_ARG("request (the output pointer) is NULL"), comm); \
+  } while (0)
 
 }  // namespace
 }  // namespace strata::api
@@ -49,34 +354,128 @@ extern "C" {
 STRATA_API strata_result_t strata_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                                             strata_datatype_t datatype, strata_op_t op,
                                             strata_comm_t comm) {
-  Status s = api::checkAllreduce(sendbuf, recvbuf, count, datatype, op, comm);
-  if (!s.isOk() || count == 0) return finish(s, comm);
-  api::CallGuard guard(comm);
-  Request request;
-  s = comm->impl->submitAllreduce(sendbuf, recvbuf, count, datatype, op, true, &request);
-  if (s.isOk()) s = comm->impl->wait(request);
-  return finish(s, comm);
+  return api::allreduce(sendbuf, recvbuf, count, datatype, op, comm, nullptr);
 }
-
 STRATA_API strata_result_t strata_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
                                              strata_datatype_t datatype, strata_op_t op,
                                              strata_comm_t comm, strata_request_t* request) {
-  if (!request) return finish(STRATA_INVALID_ARG("request (the output pointer) is NULL"), comm);
-  Status s = api::checkAllreduce(sendbuf, recvbuf, count, datatype, op, comm);
-  if (!s.isOk()) return finish(s, comm);
-  if (count == 0) {
-    *request = nullptr;
-    return STRATA_SUCCESS;
-  }
-  api::CallGuard guard(comm);
-  auto* r = new strata_request{{}, comm};
-  s = comm->impl->submitAllreduce(sendbuf, recvbuf, count, datatype, op, false, &r->request);
-  if (!s.isOk()) {
-    delete r;
-    return finish(s, comm);
-  }
-  *request = r;
-  return STRATA_SUCCESS;
+  STRATA_NEED_REQUEST(request);
+  return api::allreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+
+STRATA_API strata_result_t strata_broadcast(const void* sendbuf, void* recvbuf, size_t count,
+                                            strata_datatype_t datatype, int root,
+                                            strata_comm_t comm) {
+  return api::broadcast(sendbuf, recvbuf, count, datatype, root, comm, nullptr);
+}
+STRATA_API strata_result_t strata_ibroadcast(const void* sendbuf, void* recvbuf, size_t count,
+                                             strata_datatype_t datatype, int root,
+                                             strata_comm_t comm, strata_request_t* request) {
+  STRATA_NEED_REQUEST(request);
+  return api::broadcast(sendbuf, recvbuf, count, datatype, root, comm, request);
+}
+
+STRATA_API strata_result_t strata_reduce(const void* sendbuf, void* recvbuf, size_t count,
+                                         strata_datatype_t datatype, strata_op_t op, int root,
+                                         strata_comm_t comm) {
+  return api::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, nullptr);
+}
+STRATA_API strata_result_t strata_ireduce(const void* sendbuf, void* recvbuf, size_t count,
+                                          strata_datatype_t datatype, strata_op_t op, int root,
+                                          strata_comm_t comm, strata_request_t* request) {
+  STRATA_NEED_REQUEST(request);
+  return api::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+}
+
+STRATA_API strata_result_t strata_allgather(const void* sendbuf, void* recvbuf, size_t count,
+                                            strata_datatype_t datatype, strata_comm_t comm) {
+  return api::allgather(sendbuf, recvbuf, count, datatype, comm, nullptr);
+}
+STRATA_API strata_result_t strata_iallgather(const void* sendbuf, void* recvbuf, size_t count,
+                                             strata_datatype_t datatype, strata_comm_t comm,
+                                             strata_request_t* request) {
+  STRATA_NEED_REQUEST(request);
+  return api::allgather(sendbuf, recvbuf, count, datatype, comm, request);
+}
+
+STRATA_API strata_result_t strata_allgatherv(const void* sendbuf, size_t sendcount, void* recvbuf,
+                                             const size_t* recvcounts, const size_t* displs,
+                                             strata_datatype_t datatype, strata_comm_t comm) {
+  return api::allgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, datatype, comm, nullptr);
+}
+STRATA_API strata_result_t strata_iallgatherv(const void* sendbuf, size_t sendcount,
+                                              void* recvbuf, const size_t* recvcounts,
+                                              const size_t* displs, strata_datatype_t datatype,
+                                              strata_comm_t comm, strata_request_t* request) {
+  STRATA_NEED_REQUEST(request);
+  return api::allgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, datatype, comm, request);
+}
+
+STRATA_API strata_result_t strata_reduce_scatter(const void* sendbuf, void* recvbuf, size_t count,
+                                                 strata_datatype_t datatype, strata_op_t op,
+                                                 strata_comm_t comm) {
+  return api::reduceScatter(sendbuf, recvbuf, count, datatype, op, comm, nullptr);
+}
+STRATA_API strata_result_t strata_ireduce_scatter(const void* sendbuf, void* recvbuf,
+                                                  size_t count, strata_datatype_t datatype,
+                                                  strata_op_t op, strata_comm_t comm,
+                                                  strata_request_t* request) {
+  STRATA_NEED_REQUEST(request);
+  return api::reduceScatter(sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+
+STRATA_API strata_result_t strata_alltoall(const void* sendbuf, void* recvbuf, size_t count,
+                                           strata_datatype_t datatype, strata_comm_t comm) {
+  return api::alltoall(sendbuf, recvbuf, count, datatype, comm, nullptr);
+}
+STRATA_API strata_result_t strata_ialltoall(const void* sendbuf, void* recvbuf, size_t count,
+                                            strata_datatype_t datatype, strata_comm_t comm,
+                                            strata_request_t* request) {
+  STRATA_NEED_REQUEST(request);
+  return api::alltoall(sendbuf, recvbuf, count, datatype, comm, request);
+}
+
+STRATA_API strata_result_t strata_alltoallv(const void* sendbuf, const size_t* sendcounts,
+                                            const size_t* sdispls, void* recvbuf,
+                                            const size_t* recvcounts, const size_t* rdispls,
+                                            strata_datatype_t datatype, strata_comm_t comm) {
+  return api::alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, datatype, comm,
+                        nullptr);
+}
+STRATA_API strata_result_t strata_ialltoallv(const void* sendbuf, const size_t* sendcounts,
+                                             const size_t* sdispls, void* recvbuf,
+                                             const size_t* recvcounts, const size_t* rdispls,
+                                             strata_datatype_t datatype, strata_comm_t comm,
+                                             strata_request_t* request) {
+  STRATA_NEED_REQUEST(request);
+  return api::alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, datatype, comm,
+                        request);
+}
+
+STRATA_API strata_result_t strata_send(const void* sendbuf, size_t count,
+                                       strata_datatype_t datatype, int peer, strata_comm_t comm) {
+  return api::p2p(true, sendbuf, nullptr, count, datatype, peer, comm, nullptr);
+}
+STRATA_API strata_result_t strata_recv(void* recvbuf, size_t count, strata_datatype_t datatype,
+                                       int peer, strata_comm_t comm) {
+  return api::p2p(false, nullptr, recvbuf, count, datatype, peer, comm, nullptr);
+}
+STRATA_API strata_result_t strata_isend(const void* sendbuf, size_t count,
+                                        strata_datatype_t datatype, int peer, strata_comm_t comm,
+                                        strata_request_t* request) {
+  STRATA_NEED_REQUEST(request);
+  return api::p2p(true, sendbuf, nullptr, count, datatype, peer, comm, request);
+}
+STRATA_API strata_result_t strata_irecv(void* recvbuf, size_t count, strata_datatype_t datatype,
+                                        int peer, strata_comm_t comm, strata_request_t* request) {
+  STRATA_NEED_REQUEST(request);
+  return api::p2p(false, nullptr, recvbuf, count, datatype, peer, comm, request);
+}
+
+STRATA_API strata_result_t strata_barrier(strata_comm_t comm) { return api::barrier(comm, nullptr); }
+STRATA_API strata_result_t strata_ibarrier(strata_comm_t comm, strata_request_t* request) {
+  STRATA_NEED_REQUEST(request);
+  return api::barrier(comm, request);
 }
 
 STRATA_API strata_result_t strata_test(strata_request_t request, int* done) {

@@ -28,6 +28,13 @@ strata_result_t finish(const Status& status, strata_comm* comm = nullptr);
 // Re-reads configuration and logging settings: every init entry point calls it.
 void reloadSettings();
 
+// Groups (api_group.cc): whether the calling thread is inside
+// strata_group_start/end, and the calls it queues there for strata_group_end.
+// Counts arrays of v-variants are copied.
+bool groupActive();
+void deferCollective(strata_comm* comm, const CollCall& call);
+void deferP2p(strata_comm* comm, const Comm::P2pOp& op);
+
 // Marks an API call in flight on a communicator for its lifetime.
 class CallGuard {
  public:

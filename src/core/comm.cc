@@ -56,6 +56,8 @@ Status Comm::init(const boot::BootstrapConfig& config) {
   if (nchannels == 0) nchannels = std::clamp(self.cpusAllowed / std::max(1, localRanks), 1, 4);
   spins_ = chooseSpins(params::spinCount(), localRanks, self.cpusAllowed);
   shape_ = PlanShape{rank_, nranks_, nchannels, static_cast<size_t>(slotBytes), 0};
+  sendSeq_.assign(nranks_, 0);
+  recvSeq_.assign(nranks_, 0);
   tuning_.oneshotBytes = static_cast<size_t>(std::max<int64_t>(0, params::oneshotBytes()));
   STRATA_CHECK(parseForcedAlgo(params::algo(), &tuning_.forced));
   streamingBytes_ = static_cast<size_t>(std::max<int64_t>(0, params::streamingStores()));
@@ -129,38 +131,102 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
   return Status::ok();
 }
 
-Status Comm::submitAllreduce(const void* sendbuf, void* recvbuf, size_t count,
-                             strata_datatype_t datatype, strata_op_t op, bool callerWaits,
-                             Request* request) {
+Status Comm::submit(const CollCall& call, bool callerWaits, Request* request) {
   PlanShape shape = shape_;
-  shape.elemSize = strata_datatype_size(datatype);
-  AllreduceChoice choice;
-  STRATA_CHECK(chooseAllreduce(shape, count, tuning_, &choice));
-  if (choice.algo == AllreduceAlgo::Ring)
-    buildRingAllreduce(shape, count, choice.nchannels, plans_);
-  else
-    buildOneShotAllreduce(shape, count, plans_);
+  shape.elemSize = strata_datatype_size(call.datatype);
+  PlanChoice choice;
+  STRATA_CHECK(planner_.plan(call, shape, tuning_, plans_, &choice));
+  lastAlgo_ = choice.algo;
 
   OpContext ctx;
-  ctx.input = static_cast<const char*>(sendbuf);
-  ctx.output = static_cast<char*>(recvbuf);
-  ctx.datatype = datatype;
-  ctx.op = op;
+  ctx.input = static_cast<const char*>(call.sendbuf);
+  ctx.output = static_cast<char*>(call.recvbuf);
+  ctx.datatype = call.datatype;
+  ctx.op = call.op;
   ctx.elemSize = shape.elemSize;
   ctx.rank = rank_;
   ctx.nranks = nranks_;
-  ctx.tag = SlotTag{++seq_, OpDesc{Coll::Allreduce, datatype, op, count}.pack()};
-  ctx.reduceFn = reduce::kernel(datatype, op, isa_);
-  ctx.streamingOutput = count * shape.elemSize >= streamingBytes_;
-  STRATA_TRACE(COLL, "allreduce #%llu count %zu %s %s: %s on %d channel(s)",
-               (unsigned long long)ctx.tag.seq, count, datatypeName(datatype), opName(op),
-               algoName(choice.algo), choice.nchannels);
+  ctx.tag = SlotTag{++seq_, OpDesc{call.coll, call.datatype, call.op, call.count}.pack()};
+  ctx.reduceFn = reduce::kernel(call.datatype, call.op, isa_);
+  uint64_t outBytes = call.count * shape.elemSize;
+  if (call.coll == Coll::Allgather || call.coll == Coll::Alltoall) outBytes *= nranks_;
+  ctx.streamingOutput = outBytes >= streamingBytes_;
+  if (call.coll == Coll::Barrier) {
+    static const uint8_t kZero = 0;
+    ctx.input = reinterpret_cast<const char*>(&kZero);
+    ctx.output = reinterpret_cast<char*>(&barrierBytes_[seq_ % barrierBytes_.size()]);
+  }
+  STRATA_TRACE(COLL, "%s #%llu: %s on %d channel(s)", OpDesc::unpack(ctx.tag.desc).describe().c_str(),
+               (unsigned long long)ctx.tag.seq, choice.algo, choice.nchannels);
+  enqueue(ctx, choice.nchannels, callerWaits, request);
+  return Status::ok();
+}
 
+Status Comm::submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Request* request) {
+  // Every message moves as bytes; each has its own buffers and tag.
+  request->messages.clear();
+  p2pSpec_.clear();
+  std::vector<size_t> selfSends, selfRecvs;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const P2pOp& op = ops[i];
+    const uint64_t bytes = op.count * strata_datatype_size(op.datatype);
+    if (op.peer == rank_) {
+      (op.send ? selfSends : selfRecvs).push_back(i);
+      continue;
+    }
+    uint64_t seq = ++(op.send ? sendSeq_ : recvSeq_)[op.peer];
+    SlotTag tag{seq, OpDesc{Coll::SendRecv, op.datatype, STRATA_SUM, op.count}.pack()};
+    auto msg = static_cast<uint16_t>(request->messages.size());
+    request->messages.push_back({static_cast<const char*>(op.sendbuf), static_cast<char*>(op.recvbuf), tag});
+    (op.send ? p2pSpec_.sends : p2pSpec_.recvs).push_back({op.peer, msg, 0, 0, bytes});
+  }
+  // Messages to oneself pair up in order and become copies.
+  if (selfSends.size() != selfRecvs.size())
+    return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
+                        "rank %d posted %zu send(s) to itself but %zu receive(s) from itself in "
+                        "one group; they must pair up", rank_, selfSends.size(), selfRecvs.size());
+  for (size_t k = 0; k < selfSends.size(); ++k) {
+    const P2pOp& s = ops[selfSends[k]];
+    const P2pOp& r = ops[selfRecvs[k]];
+    const uint64_t bytes = s.count * strata_datatype_size(s.datatype);
+    if (bytes != r.count * strata_datatype_size(r.datatype))
+      return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
+                          "send to self #%zu has %llu bytes but its receive has %llu", k,
+                          (unsigned long long)bytes,
+                          (unsigned long long)(r.count * strata_datatype_size(r.datatype)));
+    auto msg = static_cast<uint16_t>(request->messages.size());
+    request->messages.push_back({static_cast<const char*>(s.sendbuf), static_cast<char*>(r.recvbuf), {}});
+    p2pSpec_.copies.push_back({rank_, msg, 0, 0, bytes});
+  }
+  if (request->messages.size() > UINT16_MAX)
+    return STRATA_ERROR(STRATA_ERR_INVALID_USAGE, "a group holds at most %d sends and receives",
+                        UINT16_MAX);
+
+  PlanShape shape = shape_;
+  shape.elemSize = 1;
+  buildExchange(shape, p2pSpec_, shape.nchannels, plans_);
+  OpContext ctx{};
+  ctx.datatype = STRATA_UINT8;
+  ctx.op = STRATA_SUM;
+  ctx.elemSize = 1;
+  ctx.rank = rank_;
+  ctx.nranks = nranks_;
+  ctx.tag = request->messages.empty() ? SlotTag{} : request->messages[0].tag;
+  ctx.reduceFn = reduce::kernel(STRATA_UINT8, STRATA_SUM, isa_);
+  ctx.messages = request->messages.data();
+  const bool single = ops.size() == 1 && ops[0].peer != rank_;
+  enqueue(ctx, shape.nchannels, callerWaits, request,
+          single ? (uint64_t(ops[0].peer) << 1 | uint64_t(ops[0].send)) + 1 : 0);
+  return Status::ok();
+}
+
+void Comm::enqueue(const OpContext& ctx, int nch, bool callerWaits, Request* request,
+                   uint64_t p2pKey) {
   // A large blocking call spread over several channels wants the progress
   // threads' help; a single-channel one is cheaper driven by its caller alone.
-  const bool forThreads = !callerWaits || choice.nchannels > 1;
-  request->start(choice.nchannels);
-  for (int ch = 0; ch < choice.nchannels; ++ch) {
+  const bool forThreads = !callerWaits || nch > 1;
+  request->start(nch);
+  for (int ch = 0; ch < nch; ++ch) {
     ChannelOp* slot;
     WaitPolicy wait(spins_);
     while (!(slot = channels_[ch].reserve())) wait.afterPoll(channels_[ch].drive(*this));
@@ -169,10 +235,11 @@ Status Comm::submitAllreduce(const void* sendbuf, void* recvbuf, size_t count,
     slot->plan.steps.swap(plans_[ch].steps);
     slot->cursor = 0;
     slot->forThreads = forThreads;
+    slot->p2pKey = p2pKey;
+    slot->finished = false;
     channels_[ch].commit();
   }
   if (forThreads) threads_->wake();
-  return Status::ok();
 }
 
 Status Comm::wait(Request& request) {

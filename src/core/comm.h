@@ -9,9 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "allreduce.h"
+#include <array>
+
 #include "bootstrap.h"
 #include "channel.h"
+#include "planner.h"
 #include "progress_threads.h"
 #include "transport.h"
 
@@ -25,12 +27,26 @@ class Comm final : public FailureSink {
   int rank() const { return rank_; }
   int size() const { return nranks_; }
 
-  // Queues an allreduce on `request` (count > 0). With `callerWaits` the
-  // caller will wait() at once and drives it itself; otherwise the progress
-  // threads are woken to carry it.
-  Status submitAllreduce(const void* sendbuf, void* recvbuf, size_t count,
-                         strata_datatype_t datatype, strata_op_t op, bool callerWaits,
-                         Request* request);
+  // Queues a collective on `request` (validated, with data to move). With
+  // `callerWaits` the caller will wait() at once and drives it itself;
+  // otherwise the progress threads are woken to carry it.
+  Status submit(const CollCall& call, bool callerWaits, Request* request);
+
+  // Queues a group of sends and receives as one operation: they progress
+  // together, so any pattern whose every send has a matching receive
+  // completes (see exchange.h).
+  struct P2pOp {
+    bool send;
+    int peer;
+    const void* sendbuf;  // send
+    void* recvbuf;        // recv
+    size_t count;
+    strata_datatype_t datatype;
+  };
+  Status submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Request* request);
+
+  // Last algorithm chosen for a collective on this rank (strata-perf -A).
+  const char* lastAlgo() const { return lastAlgo_; }
   // Drives every channel until the request is done; returns its status.
   Status wait(Request& request);
   // Drives every channel once; true if the request is done.
@@ -52,6 +68,9 @@ class Comm final : public FailureSink {
   Comm() = default;
   Status init(const boot::BootstrapConfig& config);
   Status connectTransports(const topo::HostInfo& self);
+  // Puts the per-channel plans in plans_[0..nch) on the channels' queues.
+  void enqueue(const OpContext& ctx, int nch, bool callerWaits, Request* request,
+               uint64_t p2pKey = 0);
 
   int rank_ = 0;
   int nranks_ = 0;
@@ -61,7 +80,15 @@ class Comm final : public FailureSink {
   AllreduceTuning tuning_;
   size_t streamingBytes_ = 0;
   reduce::Isa isa_ = reduce::Isa::Portable;
-  uint64_t seq_ = 0;
+  uint64_t seq_ = 0;                 // collectives issued
+  std::vector<uint64_t> sendSeq_;    // messages sent to each peer
+  std::vector<uint64_t> recvSeq_;    // messages received from each peer
+  // A barrier's result byte: one per queue entry, so barriers in flight
+  // never share one.
+  std::array<uint8_t, Channel::kDepth> barrierBytes_{};
+  const char* lastAlgo_ = "";
+  Planner planner_;
+  ExchangeSpec p2pSpec_;  // scratch for groups
 
   std::unique_ptr<boot::Bootstrap> bootstrap_;
   std::vector<std::unique_ptr<Transport>> transports_;

@@ -1,5 +1,6 @@
 #include "channel.h"
 
+#include <algorithm>
 #include <string>
 
 #include "clock.h"
@@ -39,7 +40,7 @@ void Channel::failAll(const Status& why) {
   for (uint64_t h = head_.load(std::memory_order_relaxed); h != tail; ++h) {
     ChannelOp& op = ops_[h % kDepth];
     if (op.forThreads) threadWork_.fetch_sub(1, std::memory_order_acq_rel);
-    op.request->channelFailed(why);
+    if (!op.finished) op.request->channelFailed(why);
     head_.store(h + 1, std::memory_order_release);
   }
 }
@@ -85,6 +86,47 @@ void Channel::noteBlocked(FailureSink& comm, const ChannelOp& op) {
   }
 }
 
+void Channel::retireHead() {
+  uint64_t head = head_.load(std::memory_order_relaxed);
+  ChannelOp& op = ops_[head % kDepth];
+  if (op.forThreads) threadWork_.fetch_sub(1, std::memory_order_acq_rel);
+  // Read before the entry is handed back to the producer; an op that ran
+  // ahead has told its request already (which may be gone by now).
+  Request* request = op.finished ? nullptr : op.request;
+  head_.store(head + 1, std::memory_order_release);
+  if (request) request->channelDone();
+}
+
+bool Channel::runAhead(FailureSink& comm) {
+  const uint64_t head = head_.load(std::memory_order_relaxed);
+  const uint64_t tail = tail_.load(std::memory_order_acquire);
+  // Connectors claimed by unfinished single messages queued earlier: a
+  // message may not overtake another one on the same connector.
+  uint64_t claimed[kDepth];
+  size_t nclaimed = 0;
+  claimed[nclaimed++] = ops_[head % kDepth].p2pKey;
+  bool moved = false;
+  for (uint64_t h = head + 1; h != tail; ++h) {
+    ChannelOp& op = ops_[h % kDepth];
+    if (!op.p2pKey) break;  // nothing overtakes a collective or a group
+    if (op.finished) continue;
+    if (std::find(claimed, claimed + nclaimed, op.p2pKey) != claimed + nclaimed) continue;
+    claimed[nclaimed++] = op.p2pKey;
+    Status error;
+    Advance a = executor_.advance(op.plan, &op.cursor, op.ctx, links, &error);
+    if (a == Advance::Failed) {
+      comm.fail(error);
+      return true;
+    }
+    if (a == Advance::Done && links.flushed()) {
+      op.finished = true;
+      op.request->channelDone();
+    }
+    moved |= a != Advance::Blocked;
+  }
+  return moved;
+}
+
 bool Channel::drive(FailureSink& comm, std::vector<pollfd>* pollFds) {
   if (busy_.test_and_set(std::memory_order_acquire)) return false;
   bool progressed = links.progress();
@@ -94,8 +136,11 @@ bool Channel::drive(FailureSink& comm, std::vector<pollfd>* pollFds) {
       progressed = true;
       break;
     }
-    uint64_t head = head_.load(std::memory_order_relaxed);
-    ChannelOp& op = ops_[head % kDepth];
+    ChannelOp& op = ops_[head_.load(std::memory_order_relaxed) % kDepth];
+    if (op.finished) {
+      retireHead();
+      continue;
+    }
     Status error;
     Advance a = executor_.advance(op.plan, &op.cursor, op.ctx, links, &error);
     // Every step ran, but bytes wait to leave: not done until they have.
@@ -103,6 +148,7 @@ bool Channel::drive(FailureSink& comm, std::vector<pollfd>* pollFds) {
     if (a == Advance::Blocked) {
       noteBlocked(comm, op);
       if (comm.failed()) continue;  // flush on the next turn
+      if (op.p2pKey) progressed |= runAhead(comm);
       break;
     }
     progressed = true;
@@ -114,10 +160,7 @@ bool Channel::drive(FailureSink& comm, std::vector<pollfd>* pollFds) {
     }
     if (a == Advance::Progressed) break;
     // Done: retire it, then try the next queued operation at once.
-    if (op.forThreads) threadWork_.fetch_sub(1, std::memory_order_acq_rel);
-    Request* request = op.request;
-    head_.store(head + 1, std::memory_order_release);
-    request->channelDone();
+    retireHead();
   }
   if (pollFds) links.addPollFds(*pollFds);
   busy_.clear(std::memory_order_release);

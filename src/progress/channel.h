@@ -34,6 +34,11 @@ struct ChannelOp {
   ChannelPlan plan;
   size_t cursor;
   bool forThreads;  // progress threads may drive it (else only its caller)
+  // A single send or receive: (peer << 1 | is_send) + 1, else 0. Such an op
+  // may run ahead of blocked ones queued before it that use other connectors,
+  // so that an irecv does not wait for an isend queued after it.
+  uint64_t p2pKey;
+  bool finished;  // ran ahead and completed; its request was told
 };
 
 class Channel {
@@ -62,6 +67,8 @@ class Channel {
 
  private:
   void failAll(const Status& why);
+  void retireHead();
+  bool runAhead(FailureSink& comm);
   void noteBlocked(FailureSink& comm, const ChannelOp& op);
 
   std::atomic_flag busy_ = ATOMIC_FLAG_INIT;

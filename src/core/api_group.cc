@@ -1,0 +1,136 @@
+// C API: groups. Calls made between strata_group_start and strata_group_end on
+// one thread are queued here and issued together by the outermost end.
+#include <memory>
+#include <thread>
+
+#include "api_state.h"
+
+namespace strata::api {
+namespace {
+
+struct Deferred {
+  strata_comm* comm;
+  bool p2p;
+  CollCall call;
+  Comm::P2pOp op;
+  std::vector<size_t> arrays;  // v-variants: the four count/displacement arrays, copied
+};
+
+thread_local int tDepth = 0;
+thread_local std::vector<Deferred> tQueue;
+
+// Rebinds a deferred v-variant's array pointers to its own copies.
+void bindArrays(Deferred& d, int n) {
+  const size_t* base = d.arrays.data();
+  d.call.sendCounts = d.call.sendCounts ? base : nullptr;
+  d.call.sendDispls = d.call.sendDispls ? base + n : nullptr;
+  d.call.recvCounts = d.call.recvCounts ? base + 2 * n : nullptr;
+  d.call.recvDispls = d.call.recvDispls ? base + 3 * n : nullptr;
+}
+
+// Issues everything queued: per communicator (in order of first use) its
+// collectives in call order, then its sends and receives as one exchange;
+// then drives them all until done. Returns the first failure.
+Status issueQueue(std::vector<Deferred>& queue, strata_comm** failedComm) {
+  std::vector<strata_comm*> comms;
+  for (const Deferred& d : queue)
+    if (std::find(comms.begin(), comms.end(), d.comm) == comms.end()) comms.push_back(d.comm);
+
+  std::vector<std::unique_ptr<Request>> requests;
+  std::vector<strata_comm*> owners;
+  Status first;
+  auto note = [&](const Status& s, strata_comm* comm) {
+    if (!s.isOk() && first.isOk()) {
+      first = s;
+      *failedComm = comm;
+    }
+  };
+  for (strata_comm* comm : comms) {
+    CallGuard guard(comm);
+    std::vector<Comm::P2pOp> p2p;
+    for (Deferred& d : queue) {
+      if (d.comm != comm) continue;
+      if (d.p2p) {
+        p2p.push_back(d.op);
+        continue;
+      }
+      if (!d.arrays.empty()) bindArrays(d, comm->impl->size());
+      requests.push_back(std::make_unique<Request>());
+      owners.push_back(comm);
+      Status s = comm->impl->submit(d.call, true, requests.back().get());
+      if (!s.isOk()) {
+        requests.pop_back();
+        owners.pop_back();
+        note(s, comm);
+      }
+    }
+    if (!p2p.empty()) {
+      requests.push_back(std::make_unique<Request>());
+      owners.push_back(comm);
+      Status s = comm->impl->submitGroup(p2p, true, requests.back().get());
+      if (!s.isOk()) {
+        requests.pop_back();
+        owners.pop_back();
+        note(s, comm);
+      }
+    }
+  }
+  // Drive every communicator involved until all requests are done: one of
+  // them may need another's progress (ranks meet in different orders).
+  for (bool pending = true; pending;) {
+    pending = false;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      CallGuard guard(owners[i]);
+      if (!owners[i]->impl->test(*requests[i])) pending = true;
+    }
+    if (pending) std::this_thread::yield();
+  }
+  for (size_t i = 0; i < requests.size(); ++i) note(requests[i]->status(), owners[i]);
+  return first;
+}
+
+}  // namespace
+
+bool groupActive() { return tDepth > 0; }
+
+void deferCollective(strata_comm* comm, const CollCall& call) {
+  Deferred d{comm, false, call, {}, {}};
+  if (call.sendCounts || call.recvCounts) {
+    const int n = comm->impl->size();
+    d.arrays.assign(4 * size_t(n), 0);
+    const size_t* sources[] = {call.sendCounts, call.sendDispls, call.recvCounts, call.recvDispls};
+    for (int a = 0; a < 4; ++a)
+      if (sources[a]) std::copy(sources[a], sources[a] + n, d.arrays.begin() + a * n);
+  }
+  tQueue.push_back(std::move(d));
+}
+
+void deferP2p(strata_comm* comm, const Comm::P2pOp& op) {
+  tQueue.push_back(Deferred{comm, true, {}, op, {}});
+}
+
+}  // namespace strata::api
+
+using strata::api::finish;
+
+extern "C" {
+
+STRATA_API strata_result_t strata_group_start(void) {
+  ++strata::api::tDepth;
+  return STRATA_SUCCESS;
+}
+
+STRATA_API strata_result_t strata_group_end(void) {
+  using namespace strata::api;
+  if (tDepth == 0)
+    return finish(strata::makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
+                                         "strata_group_end without a matching strata_group_start"));
+  if (--tDepth > 0) return STRATA_SUCCESS;
+  std::vector<Deferred> queue;
+  queue.swap(tQueue);
+  strata_comm* failed = nullptr;
+  strata::Status s = issueQueue(queue, &failed);
+  return finish(s, failed);
+}
+
+}  // extern "C"

@@ -1,0 +1,447 @@
+// Every collective besides allreduce, and point-to-point, in real processes:
+// each against a reference computed here (values.h), on 1..5 ranks, all
+// datatypes and ops where they reduce, odd counts, in and out of place, every
+// root; with small slots so that even modest counts are pipelined in many
+// chunks. Then groups, non-blocking forms, barrier semantics and misuse.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "multiproc.h"
+#include "values.h"
+
+namespace strata::test {
+namespace {
+
+const std::vector<std::pair<std::string, std::string>> kSmallSlots = {
+    {"STRATA_TIMEOUT", "30"}, {"STRATA_SLOT_BYTES", "8192"}};
+const size_t kCounts[] = {0, 1, 7, 1023, 5000};
+// Datatypes for collectives that only move bytes: one of each width.
+const strata_datatype_t kMoveTypes[] = {STRATA_INT8, STRATA_FLOAT16, STRATA_FLOAT32, STRATA_FLOAT64};
+
+// Rank r's input element i (as stored in datatype dt).
+std::vector<char> inputs(int rank, size_t count, strata_datatype_t dt, strata_op_t op = STRATA_SUM,
+                         size_t first = 0) {
+  std::vector<char> buf(count * strata_datatype_size(dt));
+  for (size_t i = 0; i < count; ++i) store(buf.data(), i, inputValue(rank, first + i, op, dt), dt);
+  return buf;
+}
+
+std::string label(const char* coll, strata_datatype_t dt, size_t count, const std::string& extra = "") {
+  return std::string(coll) + "-dt" + std::to_string(dt) + "-n" + std::to_string(count) + extra;
+}
+
+// Compares got with want; reports the first differing element.
+void check(Reporter& rep, const std::string& what, const char* got, const std::vector<char>& want,
+           size_t elem) {
+  if (std::memcmp(got, want.data(), want.size()) == 0) return;
+  size_t i = 0;
+  while (std::memcmp(got + i * elem, want.data() + i * elem, elem) == 0) ++i;
+  rep.fail("%s: element %zu differs from the reference", what.c_str(), i);
+}
+
+void checkUntouched(Reporter& rep, const std::string& what, const char* p, size_t bytes) {
+  for (size_t i = 0; i < bytes; ++i)
+    if (static_cast<unsigned char>(p[i]) != 0x5a) {
+      rep.fail("%s: byte %zu outside the result was written", what.c_str(), i);
+      return;
+    }
+}
+
+#define OK_OR_RETURN(call, what) \
+  if (!rep.ok((call), comm, (what).c_str())) return false
+
+bool broadcasts(int rank, int n, strata_comm_t comm, Reporter& rep) {
+  for (auto dt : kMoveTypes)
+    for (size_t count : kCounts)
+      for (int root : {0, n - 1})
+        for (bool inPlace : {false, true}) {
+          const size_t elem = strata_datatype_size(dt), bytes = count * elem;
+          std::string what = label("broadcast", dt, count, "-root" + std::to_string(root) + (inPlace ? "-inplace" : ""));
+          std::vector<char> want = inputs(root, count, dt);
+          std::vector<char> send = rank == root ? want : std::vector<char>();
+          std::vector<char> recv(bytes + 8, 0x5a);
+          if (inPlace && rank == root) std::memcpy(recv.data(), send.data(), bytes);
+          const void* sendbuf = rank != root ? nullptr : inPlace ? recv.data() : send.data();
+          OK_OR_RETURN(strata_broadcast(sendbuf, recv.data(), count, dt, root, comm), what);
+          check(rep, what, recv.data(), want, elem);
+          checkUntouched(rep, what + " (past the end)", recv.data() + bytes, 8);
+        }
+  return true;
+}
+
+bool reduces(int rank, int n, strata_comm_t comm, Reporter& rep) {
+  for (auto dt : kTypes)
+    for (auto op : kOps)
+      for (size_t count : {size_t(1), size_t(7), size_t(1023), size_t(5000)})
+        for (int root : {0, n - 1})
+          for (bool inPlace : {false, true}) {
+            if (inPlace && count != 1023) continue;
+            const size_t elem = strata_datatype_size(dt), bytes = count * elem;
+            std::string what = label("reduce", dt, count, "-op" + std::to_string(op) + "-root" +
+                                                          std::to_string(root) + (inPlace ? "-inplace" : ""));
+            std::vector<char> send = inputs(rank, count, dt, op);
+            std::vector<char> recv(bytes + 8, 0x5a);
+            if (inPlace) std::memcpy(recv.data(), send.data(), bytes);
+            OK_OR_RETURN(strata_reduce(inPlace ? recv.data() : send.data(), recv.data(), count, dt, op, root, comm), what);
+            if (rank == root) {
+              std::vector<char> want;
+              expectedBuffer(want, n, count, op, dt);
+              check(rep, what, recv.data(), want, elem);
+              checkUntouched(rep, what + " (past the end)", recv.data() + bytes, 8);
+            } else if (!inPlace) {
+              checkUntouched(rep, what + " (recvbuf of a non-root)", recv.data(), bytes + 8);
+            }
+          }
+  return true;
+}
+
+bool allgathers(int rank, int n, strata_comm_t comm, Reporter& rep) {
+  for (auto dt : kMoveTypes)
+    for (size_t count : kCounts)
+      for (bool inPlace : {false, true}) {
+        const size_t elem = strata_datatype_size(dt), bytes = count * elem;
+        std::string what = label("allgather", dt, count, inPlace ? "-inplace" : "");
+        std::vector<char> want;
+        for (int p = 0; p < n; ++p) {
+          std::vector<char> block = inputs(p, count, dt);
+          want.insert(want.end(), block.begin(), block.end());
+        }
+        std::vector<char> send = inputs(rank, count, dt);
+        std::vector<char> recv(bytes * n + 8, 0x5a);
+        char* own = recv.data() + bytes * rank;
+        if (inPlace) std::memcpy(own, send.data(), bytes);
+        OK_OR_RETURN(strata_allgather(inPlace ? own : send.data(), recv.data(), count, dt, comm), what);
+        check(rep, what, recv.data(), want, elem);
+        checkUntouched(rep, what + " (past the end)", recv.data() + bytes * n, 8);
+      }
+  return true;
+}
+
+bool reduceScatters(int rank, int n, strata_comm_t comm, Reporter& rep) {
+  for (auto dt : kTypes)
+    for (auto op : kOps)
+      for (size_t count : {size_t(1), size_t(7), size_t(1023), size_t(5000)})
+        for (bool inPlace : {false, true}) {
+          if (inPlace && count != 1023) continue;
+          const size_t elem = strata_datatype_size(dt), bytes = count * elem;
+          std::string what = label("reduce_scatter", dt, count, "-op" + std::to_string(op) + (inPlace ? "-inplace" : ""));
+          std::vector<char> send = inputs(rank, count * n, dt, op);
+          std::vector<char> all;
+          expectedBuffer(all, n, count * n, op, dt);
+          std::vector<char> want(all.begin() + bytes * rank, all.begin() + bytes * (rank + 1));
+          std::vector<char> recv(bytes + 8, 0x5a);
+          char* out = inPlace ? send.data() + bytes * rank : recv.data();
+          OK_OR_RETURN(strata_reduce_scatter(send.data(), out, count, dt, op, comm), what);
+          check(rep, what, out, want, elem);
+          if (!inPlace) checkUntouched(rep, what + " (past the end)", recv.data() + bytes, 8);
+        }
+  return true;
+}
+
+bool alltoalls(int rank, int n, strata_comm_t comm, Reporter& rep) {
+  for (auto dt : kMoveTypes)
+    for (size_t count : kCounts) {
+      const size_t elem = strata_datatype_size(dt), bytes = count * elem;
+      std::string what = label("alltoall", dt, count);
+      // Block p of rank r's input: r's values at p*count ..; it lands as block r on p.
+      std::vector<char> send = inputs(rank, count * n, dt);
+      std::vector<char> want;
+      for (int p = 0; p < n; ++p) {
+        std::vector<char> block = inputs(p, count, dt, STRATA_SUM, rank * count);
+        want.insert(want.end(), block.begin(), block.end());
+      }
+      std::vector<char> recv(bytes * n + 8, 0x5a);
+      OK_OR_RETURN(strata_alltoall(send.data(), recv.data(), count, dt, comm), what);
+      check(rep, what, recv.data(), want, elem);
+      checkUntouched(rep, what + " (past the end)", recv.data() + bytes * n, 8);
+    }
+  return true;
+}
+
+// Uneven blocks (one rank contributes nothing), with gaps that must stay untouched.
+bool vVariants(int rank, int n, strata_comm_t comm, Reporter& rep) {
+  const strata_datatype_t dt = STRATA_FLOAT32;
+  for (size_t scale : {size_t(1), size_t(3001)}) {
+    std::vector<size_t> counts(n), displs(n);
+    size_t extent = 0;
+    for (int p = 0; p < n; ++p) {
+      counts[p] = p == 1 ? 0 : (p + 1) * scale;
+      displs[p] = extent + 3;  // a 3-element gap before each block
+      extent = displs[p] + counts[p];
+    }
+    std::string what = "allgatherv-scale" + std::to_string(scale);
+    std::vector<char> send = inputs(rank, counts[rank], dt);
+    std::vector<char> recv(extent * 4, 0x5a);
+    OK_OR_RETURN(strata_allgatherv(send.data(), counts[rank], recv.data(), counts.data(), displs.data(), dt, comm), what);
+    size_t prevEnd = 0;
+    for (int p = 0; p < n; ++p) {
+      checkUntouched(rep, what + " gap", recv.data() + prevEnd * 4, (displs[p] - prevEnd) * 4);
+      check(rep, what + " block " + std::to_string(p), recv.data() + displs[p] * 4, inputs(p, counts[p], dt), 4);
+      prevEnd = displs[p] + counts[p];
+    }
+
+    // alltoallv: rank a sends f(a, b) elements to rank b.
+    auto f = [&](int a, int b) { return size_t((a * 3 + b * 5) % 7) * scale; };
+    std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
+    size_t sendExtent = 0, recvExtent = 0;
+    for (int p = 0; p < n; ++p) {
+      sc[p] = f(rank, p), sd[p] = sendExtent, sendExtent += sc[p] + 1;
+      rc[p] = f(p, rank), rd[p] = recvExtent, recvExtent += rc[p] + 1;
+    }
+    what = "alltoallv-scale" + std::to_string(scale);
+    std::vector<char> vsend = inputs(rank, sendExtent, dt);
+    std::vector<char> vrecv(recvExtent * 4, 0x5a);
+    OK_OR_RETURN(strata_alltoallv(vsend.data(), sc.data(), sd.data(), vrecv.data(), rc.data(), rd.data(), dt, comm), what);
+    for (int p = 0; p < n; ++p) {
+      // What p sent us: its elements at its send displacement for rank `rank`.
+      size_t theirDispl = 0;
+      for (int q = 0; q < rank; ++q) theirDispl += f(p, q) + 1;
+      check(rep, what + " from " + std::to_string(p), vrecv.data() + rd[p] * 4,
+            inputs(p, rc[p], dt, STRATA_SUM, theirDispl), 4);
+      checkUntouched(rep, what + " gap", vrecv.data() + (rd[p] + rc[p]) * 4, 4);
+    }
+  }
+  return true;
+}
+
+void sweep(int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+  strata_comm_t comm;
+  if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "strata_comm_init_rank")) return;
+  broadcasts(rank, n, comm, rep) && reduces(rank, n, comm, rep) && allgathers(rank, n, comm, rep) &&
+      reduceScatters(rank, n, comm, rep) && alltoalls(rank, n, comm, rep) && vVariants(rank, n, comm, rep);
+  rep.ok(strata_comm_destroy(comm), nullptr, "strata_comm_destroy");
+}
+
+class CollectiveSweep : public ::testing::TestWithParam<int> {};
+
+TEST_P(CollectiveSweep, EveryCollectiveMatchesReference) {
+  expectAllPassed(runRanks(GetParam(), 240, sweep, kSmallSlots));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveSweep, ::testing::Values(1, 2, 3, 4, 5));
+
+TEST(Collectives, ForcedAlgorithmsAndChannels) {
+  // Chains and rings everywhere, direct everywhere, and 3 channels with 2
+  // progress threads: the same results.
+  for (const auto& extra : std::vector<std::pair<std::string, std::string>>{
+           {"STRATA_ALGO", "ring"}, {"STRATA_ALGO", "oneshot"}, {"STRATA_NCHANNELS", "3"}}) {
+    auto env = kSmallSlots;
+    env.push_back(extra);
+    env.push_back({"STRATA_NTHREADS", "2"});
+    expectAllPassed(runRanks(3, 240, [](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+      strata_comm_t comm;
+      if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
+      broadcasts(rank, n, comm, rep) && reduces(rank, n, comm, rep) && allgathers(rank, n, comm, rep) &&
+          reduceScatters(rank, n, comm, rep) && alltoalls(rank, n, comm, rep) && vVariants(rank, n, comm, rep);
+      strata_comm_destroy(comm);
+    }, env));
+  }
+}
+
+// Point-to-point, in groups: a ring shift of a message larger than a
+// connector's FIFO (8 slots of 8 KiB), an all-pairs exchange of different
+// sizes with a message to oneself, then plain blocking and non-blocking pairs.
+TEST(PointToPoint, GroupedExchangesAndPairs) {
+  for (int nranks : {2, 3, 4}) {
+    expectAllPassed(runRanks(nranks, 120, [](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+      strata_comm_t comm;
+      if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
+      const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+      const size_t big = 100000;  // floats: 400 KB, > 64 KiB of FIFO
+      std::vector<char> send = inputs(rank, big, STRATA_FLOAT32), recv(big * 4, 0x5a);
+      strata_group_start();
+      strata_send(send.data(), big, STRATA_FLOAT32, next, comm);
+      strata_recv(recv.data(), big, STRATA_FLOAT32, prev, comm);
+      if (!rep.ok(strata_group_end(), comm, "ring shift")) return;
+      check(rep, "ring shift", recv.data(), inputs(prev, big, STRATA_FLOAT32), 4);
+
+      // All pairs, rank a -> b carries (a + 2b) * 777 + 1 int32s, starting at
+      // a's element 1000 * b; two messages to each peer, matched in order.
+      auto size = [](int a, int b) { return size_t(a + 2 * b) * 777 + 1; };
+      std::vector<std::vector<char>> outs(2 * n), ins(2 * n);
+      strata_group_start();
+      for (int p = 0; p < n; ++p)
+        for (int k = 0; k < 2; ++k) {
+          outs[2 * p + k] = inputs(rank, size(rank, p) + k, STRATA_INT32, STRATA_SUM, 1000 * p + k);
+          ins[2 * p + k].assign((size(p, rank) + k) * 4, 0x5a);
+          strata_send(outs[2 * p + k].data(), size(rank, p) + k, STRATA_INT32, p, comm);
+          strata_recv(ins[2 * p + k].data(), size(p, rank) + k, STRATA_INT32, p, comm);
+        }
+      if (!rep.ok(strata_group_end(), comm, "all pairs")) return;
+      for (int p = 0; p < n; ++p)
+        for (int k = 0; k < 2; ++k)
+          check(rep, "all pairs from " + std::to_string(p) + " #" + std::to_string(k), ins[2 * p + k].data(),
+                inputs(p, size(p, rank) + k, STRATA_INT32, STRATA_SUM, 1000 * rank + k), 4);
+
+      // Blocking pairs 0 -> 1 and back, small and large; non-blocking shift.
+      if (rank < 2 && n >= 2) {
+        for (size_t count : {size_t(3), size_t(20000)}) {
+          std::vector<char> mine = inputs(rank, count, STRATA_FLOAT64), theirs(count * 8, 0x5a);
+          const int other = 1 - rank;
+          for (int turn = 0; turn < 2; ++turn) {
+            if (turn == rank) {
+              if (!rep.ok(strata_send(mine.data(), count, STRATA_FLOAT64, other, comm), comm, "send")) return;
+            } else if (!rep.ok(strata_recv(theirs.data(), count, STRATA_FLOAT64, other, comm), comm, "recv")) {
+              return;
+            }
+          }
+          check(rep, "blocking pair", theirs.data(), inputs(other, count, STRATA_FLOAT64), 8);
+        }
+      }
+      strata_request_t sreq = nullptr, rreq = nullptr;
+      std::fill(recv.begin(), recv.end(), 0x5a);
+      if (!rep.ok(strata_irecv(recv.data(), 5000, STRATA_FLOAT32, prev, comm, &rreq), comm, "irecv")) return;
+      if (!rep.ok(strata_isend(send.data(), 5000, STRATA_FLOAT32, next, comm, &sreq), comm, "isend")) return;
+      if (!rep.ok(strata_wait(sreq), comm, "wait isend") || !rep.ok(strata_wait(rreq), comm, "wait irecv")) return;
+      check(rep, "non-blocking shift", recv.data(), inputs(prev, 5000, STRATA_FLOAT32), 4);
+      rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
+    }, kSmallSlots));
+  }
+}
+
+// Blocking collectives inside a group are queued and run at group end; the
+// non-blocking forms run side by side; a barrier holds every rank until all
+// have arrived.
+TEST(Collectives, GroupsNonBlockingAndBarrier) {
+  const std::string marks = "/tmp/strata-barrier-test-" + std::to_string(getpid());
+  expectAllPassed(runRanks(4, 120, [&](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm;
+    if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
+    // Ten allreduces of different sizes and a broadcast, in one group.
+    std::vector<std::vector<char>> bufs(10);
+    std::vector<char> bcast(777 * 4, 0x5a);
+    if (rank == 2) bcast = inputs(2, 777, STRATA_INT32);
+    if (!rep.ok(strata_group_start(), comm, "group start")) return;
+    for (size_t k = 0; k < bufs.size(); ++k) {
+      bufs[k] = inputs(rank, 100 * k + 1, STRATA_FLOAT32);
+      strata_allreduce(bufs[k].data(), bufs[k].data(), 100 * k + 1, STRATA_FLOAT32, STRATA_SUM, comm);
+    }
+    strata_broadcast(bcast.data(), bcast.data(), 777, STRATA_INT32, 2, comm);
+    if (!rep.ok(strata_group_end(), comm, "group end")) return;
+    for (size_t k = 0; k < bufs.size(); ++k) {
+      std::vector<char> want;
+      expectedBuffer(want, n, 100 * k + 1, STRATA_SUM, STRATA_FLOAT32);
+      check(rep, "grouped allreduce " + std::to_string(k), bufs[k].data(), want, 4);
+    }
+    check(rep, "grouped broadcast", bcast.data(), inputs(2, 777, STRATA_INT32), 4);
+
+    // An allgather and a reduce_scatter in flight together.
+    std::vector<char> gin = inputs(rank, 3000, STRATA_INT64), gout(3000 * 8 * n);
+    std::vector<char> rsin = inputs(rank, 2000 * n, STRATA_FLOAT64), rsout(2000 * 8);
+    strata_request_t g = nullptr, rs = nullptr;
+    if (!rep.ok(strata_iallgather(gin.data(), gout.data(), 3000, STRATA_INT64, comm, &g), comm, "iallgather")) return;
+    if (!rep.ok(strata_ireduce_scatter(rsin.data(), rsout.data(), 2000, STRATA_FLOAT64, STRATA_MAX, comm, &rs), comm, "ireduce_scatter")) return;
+    int done = 0;
+    while (!done)
+      if (!rep.ok(strata_test(rs, &done), comm, "test")) return;
+    if (!rep.ok(strata_wait(g), comm, "wait")) return;
+    for (int p = 0; p < n; ++p)
+      check(rep, "iallgather block", gout.data() + p * 3000 * 8, inputs(p, 3000, STRATA_INT64), 8);
+    std::vector<char> all;
+    expectedBuffer(all, n, 2000 * n, STRATA_MAX, STRATA_FLOAT64);
+    check(rep, "ireduce_scatter", rsout.data(), std::vector<char>(all.begin() + rank * 16000, all.begin() + (rank + 1) * 16000), 8);
+
+    // Barrier: rank 0 arrives late; nobody may leave before its mark exists.
+    if (rank == 0) usleep(200000);
+    FILE* f = fopen((marks + "-" + std::to_string(rank)).c_str(), "w");
+    if (f) fclose(f);
+    if (!rep.ok(strata_barrier(comm), comm, "barrier")) return;
+    for (int p = 0; p < n; ++p)
+      if (access((marks + "-" + std::to_string(p)).c_str(), F_OK) != 0)
+        rep.fail("left the barrier before rank %d entered it", p);
+    strata_request_t b = nullptr;
+    if (!rep.ok(strata_ibarrier(comm, &b), comm, "ibarrier") || !rep.ok(strata_wait(b), comm, "wait ibarrier")) return;
+    unlink((marks + "-" + std::to_string(rank)).c_str());
+    rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
+  }, kSmallSlots));
+}
+
+// Bad arguments: the documented code, a message naming the argument, and the
+// communicator still usable afterwards (checked with a final allreduce).
+TEST(Collectives, BadArgumentsAreRejected) {
+  expectAllPassed(runRanks(2, 60, [](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm;
+    if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
+    float a[8] = {0}, b[16] = {0};
+    size_t counts[2] = {4, 4}, displs[2] = {0, 4};
+    strata_request_t req;
+    auto expect = [&](strata_result_t rc, strata_result_t want, const char* needle, const char* what) {
+      const char* msg = strata_comm_last_error(comm);
+      if (rc != want) rep.fail("%s: returned %d, expected %d", what, rc, want);
+      else if (!strstr(msg, needle)) rep.fail("%s: message '%s' does not name '%s'", what, msg, needle);
+    };
+    const auto INV = STRATA_ERR_INVALID_ARGUMENT;
+    expect(strata_broadcast(a, a, 4, STRATA_FLOAT32, 2, comm), INV, "root=2", "broadcast root");
+    expect(strata_broadcast(a, nullptr, 4, STRATA_FLOAT32, 0, comm), INV, "recvbuf", "broadcast recvbuf");
+    expect(strata_reduce(a, b, 4, STRATA_FLOAT32, strata_op_t(9), 0, comm), INV, "op=9", "reduce op");
+    expect(strata_reduce(nullptr, b, 4, STRATA_FLOAT32, STRATA_SUM, 0, comm), INV, "sendbuf", "reduce sendbuf");
+    expect(strata_allgather(a, b, 4, strata_datatype_t(42), comm), INV, "datatype=42", "allgather datatype");
+    expect(strata_allgather(b + 1, b, 4, STRATA_FLOAT32, comm), INV, "overlap", "allgather overlap");
+    expect(strata_alltoall(a, a, 4, STRATA_FLOAT32, comm), INV, "never in place", "alltoall in place");
+    expect(strata_reduce_scatter(a, b, SIZE_MAX / 2, STRATA_FLOAT32, STRATA_SUM, comm), INV, "count=", "reduce_scatter count");
+    expect(strata_allgatherv(a, 3, b, counts, displs, STRATA_FLOAT32, comm), INV, "sendcount=3", "allgatherv sendcount");
+    expect(strata_allgatherv(a, 4, b, nullptr, displs, STRATA_FLOAT32, comm), INV, "recvcounts", "allgatherv counts");
+    expect(strata_alltoallv(a, counts, nullptr, b, counts, displs, STRATA_FLOAT32, comm), INV, "sdispls", "alltoallv displs");
+    expect(strata_send(a, 4, STRATA_FLOAT32, -1, comm), INV, "peer=-1", "send peer");
+    expect(strata_recv(nullptr, 4, STRATA_FLOAT32, 0, comm), INV, "recvbuf", "recv buffer");
+    expect(strata_send(a, 4, STRATA_FLOAT32, rank, comm), STRATA_ERR_INVALID_USAGE, "itself", "send to self");
+    expect(strata_iallgather(a, b, 4, STRATA_FLOAT32, comm, nullptr), INV, "request", "iallgather request");
+    if (strata_barrier(nullptr) != INV || !strstr(strata_last_error(), "comm is NULL"))
+      rep.fail("barrier(NULL): not rejected ('%s')", strata_last_error());
+    if (strata_group_end() != STRATA_ERR_INVALID_USAGE || !strstr(strata_last_error(), "without"))
+      rep.fail("group end without start: not rejected ('%s')", strata_last_error());
+    strata_group_start();
+    expect(strata_ibroadcast(a, a, 4, STRATA_FLOAT32, 0, comm, &req), STRATA_ERR_INVALID_USAGE, "inside", "ibroadcast in a group");
+    if (!rep.ok(strata_group_end(), comm, "empty group end")) return;
+    float x = 1.0f + rank;
+    if (!rep.ok(strata_allreduce(&x, &x, 1, STRATA_FLOAT32, STRATA_SUM, comm), comm, "allreduce after bad calls")) return;
+    if (x != 3.0f) rep.fail("allreduce after bad calls gave %g", x);
+    rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
+  }));
+}
+
+// Ranks that disagree fail with a clear error on every rank, never a hang.
+TEST(Collectives, MisuseEndsInErrorsNotHangs) {
+  auto env = kSmallSlots;
+  env[0].second = "2";  // STRATA_TIMEOUT
+  // A broadcast with counts that differ between ranks.
+  auto outcomes = runRanks(2, 30, [](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm;
+    if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
+    std::vector<float> buf(50000, 1.0f);
+    strata_result_t rc = strata_broadcast(buf.data(), buf.data(), rank == 0 ? 50000 : 40000, STRATA_FLOAT32, 0, comm);
+    // The receiver names the mismatch. The root may have finished (its
+    // chunks buffered in the transport), but then its next call fails.
+    if (rank == 1 && (rc != STRATA_ERR_INVALID_USAGE || !strstr(strata_comm_last_error(comm), "mismatched")))
+      rep.fail("rank 1: %s: %s", strata_result_string(rc), strata_comm_last_error(comm));
+    if (rc == STRATA_SUCCESS && strata_barrier(comm) == STRATA_SUCCESS)
+      rep.fail("mismatched broadcast counts went unnoticed");
+    strata_comm_destroy(comm);
+  }, env);
+  expectAllPassed(outcomes);
+  // A send larger than the FIFO that nobody receives: it times out, or
+  // completes into the transport's buffers (TCP's socket buffers hold it);
+  // either way the next collective fails on both ranks.
+  outcomes = runRanks(2, 30, [](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm;
+    if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
+    std::vector<float> buf(100000, 1.0f);
+    if (rank == 0) {
+      strata_result_t rc = strata_send(buf.data(), buf.size(), STRATA_FLOAT32, 1, comm);
+      if (rc != STRATA_ERR_TIMEOUT && rc != STRATA_SUCCESS)
+        rep.fail("unmatched send: %s (%s)", strata_result_string(rc), strata_comm_last_error(comm));
+    } else {
+      sleep(3);
+    }
+    if (strata_barrier(comm) == STRATA_SUCCESS) rep.fail("barrier after an unmatched send succeeded");
+    strata_comm_destroy(comm);
+  }, env);
+  expectAllPassed(outcomes);
+}
+
+}  // namespace
+}  // namespace strata::test
