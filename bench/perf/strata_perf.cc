@@ -1,7 +1,11 @@
-// strata-perf: the allreduce bandwidth/latency benchmark, with nccl-tests'
-// flags and columns so results read side by side with all_reduce_perf.
+// strata-perf: the collectives' bandwidth/latency benchmark, with nccl-tests'
+// flags and columns so results read side by side with all_reduce_perf,
+// all_gather_perf, ... (size is the whole buffer, as there; busbw applies
+// nccl-tests' factor for each collective).
 //
-//   strata-perf --ranks 2 -b 8 -e 256M -f 2      fork 2 local ranks
+//   strata-perf --ranks 2 -b 8 -e 256M -f 2      allreduce on 2 forked local ranks
+//   strata-perf all_gather --ranks 4 ...         another collective
+//   strata-perf --all --ranks 2 ...              every collective in turn
 //   RANK=.. WORLD_SIZE=.. MASTER_ADDR=.. MASTER_PORT=.. strata-perf ...
 //
 // Written against the public C API only.
@@ -32,7 +36,38 @@ struct Options {
   int check = 1;
   strata_datatype_t datatype = STRATA_FLOAT32;
   strata_op_t op = STRATA_SUM;
+  int root = 0;
   int ranks = 0;  // 0: join a launch from the environment
+  std::vector<int> colls;  // indexes into kColls
+};
+
+enum class Kind { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AllToAll, SendRecv };
+
+struct CollInfo {
+  const char* name;  // nccl-tests' binary name without _perf
+  Kind kind;
+  double busFactor(int n) const {  // nccl-tests' busbw / algbw
+    if (n <= 1) return kind == Kind::Broadcast || kind == Kind::Reduce || kind == Kind::SendRecv ? 1 : 0;
+    switch (kind) {
+      case Kind::AllReduce: return 2.0 * (n - 1) / n;
+      case Kind::AllGather: case Kind::ReduceScatter: case Kind::AllToAll: return double(n - 1) / n;
+      default: return 1;
+    }
+  }
+  bool perRankBlocks() const {
+    return kind == Kind::AllGather || kind == Kind::ReduceScatter || kind == Kind::AllToAll;
+  }
+  bool reduces() const {
+    return kind == Kind::AllReduce || kind == Kind::Reduce || kind == Kind::ReduceScatter;
+  }
+  bool hasInPlace() const { return kind != Kind::AllToAll && kind != Kind::SendRecv; }
+};
+
+const CollInfo kColls[] = {
+    {"all_reduce", Kind::AllReduce}, {"broadcast", Kind::Broadcast},
+    {"reduce", Kind::Reduce},        {"all_gather", Kind::AllGather},
+    {"reduce_scatter", Kind::ReduceScatter}, {"alltoall", Kind::AllToAll},
+    {"sendrecv", Kind::SendRecv},
 };
 
 struct TypeName {
@@ -72,8 +107,10 @@ bool parseSize(const char* text, size_t* out) {
 
 [[noreturn]] void usage(const char* argv0, int code) {
   std::fprintf(code ? stderr : stdout,
-               "usage: %s [--ranks N] [-b minbytes] [-e maxbytes] [-f stepfactor] [-n iters]\n"
-               "          [-w warmup_iters] [-c 0|1] [-d datatype] [-o op]\n"
+               "usage: %s [collective | --all] [--ranks N] [-b minbytes] [-e maxbytes] [-f stepfactor]\n"
+               "          [-n iters] [-w warmup_iters] [-c 0|1] [-d datatype] [-o op] [-r root]\n"
+               "  collective          all_reduce (default), broadcast, reduce, all_gather, reduce_scatter,\n"
+               "                      alltoall, sendrecv; --all runs each in turn\n"
                "  --ranks N           fork N local ranks (else join via RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT)\n"
                "  -b/--minbytes       smallest size in bytes (K/M/G suffixes), default 8\n"
                "  -e/--maxbytes       largest size, default 256M\n"
@@ -82,7 +119,8 @@ bool parseSize(const char* text, size_t* out) {
                "  -w/--warmup_iters   untimed iterations first, default 5\n"
                "  -c/--check          check results against a reference, default 1\n"
                "  -d/--datatype       int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double\n"
-               "  -o/--op             sum prod min max avg\n",
+               "  -o/--op             sum prod min max avg\n"
+               "  -r/--root           root of broadcast and reduce, default 0\n",
                argv0);
   std::exit(code);
 }
@@ -95,9 +133,11 @@ Options parseOptions(int argc, char** argv) {
       {"warmup_iters", required_argument, nullptr, 'w'}, {"check", required_argument, nullptr, 'c'},
       {"datatype", required_argument, nullptr, 'd'}, {"op", required_argument, nullptr, 'o'},
       {"ranks", required_argument, nullptr, 'R'}, {"help", no_argument, nullptr, 'h'},
+      {"root", required_argument, nullptr, 'r'}, {"all", no_argument, nullptr, 'A'},
       {nullptr, 0, nullptr, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:h", longOpts, nullptr)) != -1) {
+  bool all = false;
+  while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:r:h", longOpts, nullptr)) != -1) {
     bool ok = true;
     switch (c) {
       case 'b': ok = parseSize(optarg, &o.minBytes); break;
@@ -107,6 +147,8 @@ Options parseOptions(int argc, char** argv) {
       case 'w': o.warmup = std::atoi(optarg); ok = o.warmup >= 0; break;
       case 'c': o.check = std::atoi(optarg); ok = o.check == 0 || o.check == 1; break;
       case 'R': o.ranks = std::atoi(optarg); ok = o.ranks > 0 && o.ranks <= 1024; break;
+      case 'r': o.root = std::atoi(optarg); ok = o.root >= 0; break;
+      case 'A': all = true; break;
       case 'd': {
         ok = false;
         for (const auto& t : kTypes)
@@ -128,7 +170,19 @@ Options parseOptions(int argc, char** argv) {
       usage(argv[0], 2);
     }
   }
-  if (optind < argc) usage(argv[0], 2);
+  for (; optind < argc; ++optind) {
+    int found = -1;
+    for (int i = 0; i < int(sizeof(kColls) / sizeof(kColls[0])); ++i)
+      if (std::strcmp(argv[optind], kColls[i].name) == 0) found = i;
+    if (found < 0) {
+      std::fprintf(stderr, "%s: unknown collective '%s'\n", argv[0], argv[optind]);
+      usage(argv[0], 2);
+    }
+    o.colls.push_back(found);
+  }
+  if (all)
+    for (int i = 0; i < int(sizeof(kColls) / sizeof(kColls[0])); ++i) o.colls.push_back(i);
+  if (o.colls.empty()) o.colls.push_back(0);
   if (o.minBytes > o.maxBytes) {
     std::fprintf(stderr, "%s: -b (%zu) is larger than -e (%zu)\n", argv[0], o.minBytes, o.maxBytes);
     std::exit(2);
@@ -237,34 +291,175 @@ double maxAcrossRanks(double v, strata_comm_t comm) {
 
 void barrier(strata_comm_t comm) { maxAcrossRanks(0, comm); }
 
-double timeAllreduce(const void* send, void* recv, size_t count, const Options& o, strata_comm_t comm) {
-  for (int i = 0; i < o.warmup; ++i)
-    must(strata_allreduce(send, recv, count, o.datatype, o.op, comm), comm, "allreduce");
+// The buffers of one call: `count` elements in all (nccl-tests' size), `block`
+// of them per rank for the collectives that split the buffer by rank.
+struct Call {
+  const CollInfo* coll;
+  size_t count;
+  size_t block;
+  int rank;
+  int nranks;
+};
+
+strata_result_t runOnce(const Call& c, void* send, void* recv, bool inPlace, const Options& o,
+                        strata_comm_t comm) {
+  const size_t elem = strata_datatype_size(o.datatype);
+  char* out = static_cast<char*>(inPlace ? send : recv);
+  switch (c.coll->kind) {
+    case Kind::AllReduce: return strata_allreduce(send, out, c.count, o.datatype, o.op, comm);
+    case Kind::Broadcast: return strata_broadcast(send, out, c.count, o.datatype, o.root, comm);
+    case Kind::Reduce: return strata_reduce(send, out, c.count, o.datatype, o.op, o.root, comm);
+    case Kind::AllGather:  // in place: the own block already sits in the output
+      return strata_allgather(inPlace ? static_cast<char*>(recv) + c.rank * c.block * elem : send, recv,
+                              c.block, o.datatype, comm);
+    case Kind::ReduceScatter:
+      return strata_reduce_scatter(send, inPlace ? static_cast<char*>(send) + c.rank * c.block * elem : recv,
+                                   c.block, o.datatype, o.op, comm);
+    case Kind::AllToAll: return strata_alltoall(send, recv, c.block, o.datatype, comm);
+    case Kind::SendRecv: {
+      strata_group_start();
+      strata_send(send, c.count, o.datatype, (c.rank + 1) % c.nranks, comm);
+      strata_recv(recv, c.count, o.datatype, (c.rank + c.nranks - 1) % c.nranks, comm);
+      return strata_group_end();
+    }
+  }
+  return STRATA_ERR_INVALID_ARGUMENT;
+}
+
+double timeCall(const Call& c, void* send, void* recv, bool inPlace, const Options& o, strata_comm_t comm) {
+  for (int i = 0; i < o.warmup; ++i) must(runOnce(c, send, recv, inPlace, o, comm), comm, c.coll->name);
   barrier(comm);
   auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.iters; ++i)
-    must(strata_allreduce(send, recv, count, o.datatype, o.op, comm), comm, "allreduce");
+  for (int i = 0; i < o.iters; ++i) must(runOnce(c, send, recv, inPlace, o, comm), comm, c.coll->name);
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   return maxAcrossRanks(elapsed.count() / o.iters, comm);
 }
 
-// Runs one checked allreduce; returns the number of wrong elements on all ranks.
-long checkAllreduce(void* send, void* recv, size_t count, bool inPlace, int rank, int nranks,
-                    const Options& o, strata_comm_t comm) {
-  for (size_t i = 0; i < count; ++i) store(send, i, inputValue(rank, i, o.op), o.datatype);
-  void* out = inPlace ? send : recv;
-  must(strata_allreduce(send, out, count, o.datatype, o.op, comm), comm, "allreduce");
+void fillInputs(const Call& c, void* send, const Options& o) {
+  for (size_t i = 0; i < c.count; ++i) store(send, i, inputValue(c.rank, i, o.op), o.datatype);
+}
+
+// Runs one checked call on fresh inputs; returns the number of wrong elements
+// on all ranks.
+long checkCall(const Call& c, void* send, void* recv, bool inPlace, const Options& o, strata_comm_t comm) {
+  const size_t elem = strata_datatype_size(o.datatype);
+  fillInputs(c, send, o);
+  char* out = static_cast<char*>(inPlace ? send : recv);
+  if (inPlace && c.coll->kind == Kind::AllGather) {
+    out = static_cast<char*>(recv);
+    std::memcpy(out + c.rank * c.block * elem, send, c.block * elem);
+  }
+  if (inPlace && c.coll->kind == Kind::ReduceScatter) out += c.rank * c.block * elem;
+  must(runOnce(c, send, recv, inPlace, o, comm), comm, c.coll->name);
   double wrong = 0;
-  for (size_t i = 0; i < count; ++i)
-    if (!matches(out, i, expectedValue(nranks, i, o.op, o.datatype), o.datatype)) wrong += 1;
+  auto expect = [&](size_t i, double want) { wrong += matches(out, i, want, o.datatype) ? 0 : 1; };
+  switch (c.coll->kind) {
+    case Kind::AllReduce:
+      for (size_t i = 0; i < c.count; ++i) expect(i, expectedValue(c.nranks, i, o.op, o.datatype));
+      break;
+    case Kind::Broadcast:
+      for (size_t i = 0; i < c.count; ++i) expect(i, inputValue(o.root, i, o.op));
+      break;
+    case Kind::Reduce:
+      if (c.rank == o.root)
+        for (size_t i = 0; i < c.count; ++i) expect(i, expectedValue(c.nranks, i, o.op, o.datatype));
+      break;
+    case Kind::AllGather:
+      for (int p = 0; p < c.nranks; ++p)
+        for (size_t i = 0; i < c.block; ++i) expect(p * c.block + i, inputValue(p, i, o.op));
+      break;
+    case Kind::ReduceScatter:
+      for (size_t i = 0; i < c.block; ++i)
+        expect(i, expectedValue(c.nranks, c.rank * c.block + i, o.op, o.datatype));
+      break;
+    case Kind::AllToAll:
+      for (int p = 0; p < c.nranks; ++p)
+        for (size_t i = 0; i < c.block; ++i) expect(p * c.block + i, inputValue(p, c.rank * c.block + i, o.op));
+      break;
+    case Kind::SendRecv:
+      for (size_t i = 0; i < c.count; ++i) expect(i, inputValue((c.rank + c.nranks - 1) % c.nranks, i, o.op));
+      break;
+  }
   must(strata_allreduce(&wrong, &wrong, 1, STRATA_FLOAT64, STRATA_SUM, comm), comm, "allreduce(sum)");
   return static_cast<long>(wrong);
 }
 
-int runRank(const Options& o, strata_comm_t comm) {
+int runCollective(const CollInfo& coll, const Options& o, strata_comm_t comm, void* send, void* recv) {
   int rank = 0, nranks = 0;
   strata_comm_rank(comm, &rank);
   strata_comm_size(comm, &nranks);
+  const size_t elem = strata_datatype_size(o.datatype);
+  if ((coll.kind == Kind::Broadcast || coll.kind == Kind::Reduce) && o.root >= nranks) {
+    if (rank == 0) std::fprintf(stderr, "strata-perf: -r %d is not a rank (%d ranks)\n", o.root, nranks);
+    return 1;
+  }
+  if (rank == 0) {
+    char host[64] = "";
+    gethostname(host, sizeof(host) - 1);
+    std::printf("# strata-perf: %s, %d ranks, host %s, pid %d\n#\n", coll.name, nranks, host, getpid());
+    std::printf("# %10s %12s %8s %6s %5s   %s   %s\n", "", "", "", "", "", "               out-of-place",
+                "                in-place");
+    std::printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "size", "count", "type", "redop",
+                "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+    std::printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "(B)", "(elements)", "", "", "",
+                "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+    std::fflush(stdout);
+  }
+
+  long totalWrong = 0;
+  double busSum = 0;
+  int rows = 0;
+  const double busFactor = coll.busFactor(nranks);
+  const bool rooted = coll.kind == Kind::Broadcast || coll.kind == Kind::Reduce;
+  // -b 0 would never grow; start at one byte (rows under one element are skipped).
+  for (double size = static_cast<double>(std::max<size_t>(o.minBytes, 1)); size <= static_cast<double>(o.maxBytes);
+       size *= o.stepFactor) {
+    size_t count = static_cast<size_t>(size) / elem;
+    if (coll.perRankBlocks()) count = count / nranks * nranks;
+    if (count == 0) continue;
+    Call c{&coll, count, coll.perRankBlocks() ? count / nranks : count, rank, nranks};
+    const size_t bytes = count * elem;
+    fillInputs(c, send, o);
+    double tOut = timeCall(c, send, recv, false, o, comm);
+    long wrongOut = o.check ? checkCall(c, send, recv, false, o, comm) : -1;
+    double tIn = 0;
+    long wrongIn = -1;
+    if (coll.hasInPlace()) {
+      fillInputs(c, send, o);
+      if (coll.kind == Kind::AllGather) std::memcpy(static_cast<char*>(recv) + rank * c.block * elem, send, c.block * elem);
+      tIn = timeCall(c, send, recv, true, o, comm);
+      wrongIn = o.check ? checkCall(c, send, recv, true, o, comm) : -1;
+    }
+    fillInputs(c, send, o);  // the next row times with fresh inputs
+    totalWrong += std::max(0L, wrongOut) + std::max(0L, wrongIn);
+    double algOut = bytes / tOut / 1e9, algIn = tIn > 0 ? bytes / tIn / 1e9 : 0;
+    busSum += (coll.hasInPlace() ? (algOut + algIn) / 2 : algOut) * busFactor;
+    ++rows;
+    if (rank == 0) {
+      char wOut[16], wIn[16], rootText[8];
+      std::snprintf(wOut, sizeof(wOut), o.check ? "%ld" : "N/A", wrongOut);
+      std::snprintf(wIn, sizeof(wIn), o.check ? "%ld" : "N/A", wrongIn);
+      std::snprintf(rootText, sizeof(rootText), rooted ? "%d" : "-1", o.root);
+      std::printf("  %10zu %12zu %8s %6s %5s %9.2f %7.2f %7.2f %6s", bytes, count, typeName(o.datatype),
+                  coll.reduces() ? kOpNames[o.op] : "none", rootText, tOut * 1e6, algOut, algOut * busFactor, wOut);
+      if (coll.hasInPlace())
+        std::printf(" %9.2f %7.2f %7.2f %6s\n", tIn * 1e6, algIn, algIn * busFactor, wIn);
+      else
+        std::printf(" %9s %7s %7s %6s\n", "N/A", "N/A", "N/A", "N/A");
+      std::fflush(stdout);
+    }
+  }
+  if (rank == 0) {
+    std::printf("# Out of bounds values : %ld %s\n", totalWrong, totalWrong ? "FAILED" : "OK");
+    std::printf("# Avg bus bandwidth    : %.4g \n#\n", rows ? busSum / rows : 0.0);
+    std::fflush(stdout);
+  }
+  return totalWrong ? 1 : 0;
+}
+
+int runRank(const Options& o, strata_comm_t comm) {
+  int rank = 0;
+  strata_comm_rank(comm, &rank);
   const size_t elem = strata_datatype_size(o.datatype);
   const size_t maxCount = o.maxBytes / elem;
   void* send = nullptr;
@@ -276,59 +471,11 @@ int runRank(const Options& o, strata_comm_t comm) {
   }
   std::memset(send, 0, maxCount * elem);  // touch every page before timing
   std::memset(recv, 0, maxCount * elem);
-  for (size_t i = 0; i < maxCount; ++i) store(send, i, inputValue(rank, i, o.op), o.datatype);
-
-  if (rank == 0) {
-    char host[64] = "";
-    gethostname(host, sizeof(host) - 1);
-    std::printf("# strata-perf: allreduce, %d ranks, host %s, pid %d\n#\n", nranks, host, getpid());
-    std::printf("# %10s %12s %8s %6s   %s   %s\n", "", "", "", "", "               out-of-place", "                in-place");
-    std::printf("# %10s %12s %8s %6s %9s %7s %7s %6s %9s %7s %7s %6s\n", "size", "count", "type", "redop",
-                "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-    std::printf("# %10s %12s %8s %6s %9s %7s %7s %6s %9s %7s %7s %6s\n", "(B)", "(elements)", "", "",
-                "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
-    std::fflush(stdout);
-  }
-
-  long totalWrong = 0;
-  double busSum = 0;
-  int rows = 0;
-  const double busFactor = nranks > 1 ? 2.0 * (nranks - 1) / nranks : 0.0;
-  // -b 0 would never grow; start at one byte (rows under one element are skipped).
-  for (double size = static_cast<double>(std::max<size_t>(o.minBytes, 1)); size <= static_cast<double>(o.maxBytes);
-       size *= o.stepFactor) {
-    const size_t count = static_cast<size_t>(size) / elem;
-    if (count == 0) continue;
-    const size_t bytes = count * elem;
-    double tOut = timeAllreduce(send, recv, count, o, comm);
-    long wrongOut = o.check ? checkAllreduce(send, recv, count, false, rank, nranks, o, comm) : -1;
-    std::memcpy(recv, send, bytes);
-    double tIn = timeAllreduce(recv, recv, count, o, comm);
-    long wrongIn = o.check ? checkAllreduce(recv, recv, count, true, rank, nranks, o, comm) : -1;
-    // Restore the inputs the next row times with.
-    for (size_t i = 0; i < count; ++i) store(send, i, inputValue(rank, i, o.op), o.datatype);
-    totalWrong += std::max(0L, wrongOut) + std::max(0L, wrongIn);
-    double algOut = bytes / tOut / 1e9, algIn = bytes / tIn / 1e9;
-    busSum += (algOut + algIn) / 2 * busFactor;
-    ++rows;
-    if (rank == 0) {
-      char wOut[16], wIn[16];
-      std::snprintf(wOut, sizeof(wOut), o.check ? "%ld" : "N/A", wrongOut);
-      std::snprintf(wIn, sizeof(wIn), o.check ? "%ld" : "N/A", wrongIn);
-      std::printf("  %10zu %12zu %8s %6s %9.2f %7.2f %7.2f %6s %9.2f %7.2f %7.2f %6s\n", bytes, count,
-                  typeName(o.datatype), kOpNames[o.op], tOut * 1e6, algOut, algOut * busFactor, wOut,
-                  tIn * 1e6, algIn, algIn * busFactor, wIn);
-      std::fflush(stdout);
-    }
-  }
-  if (rank == 0) {
-    std::printf("# Out of bounds values : %ld %s\n", totalWrong, totalWrong ? "FAILED" : "OK");
-    std::printf("# Avg bus bandwidth    : %.4g \n#\n", rows ? busSum / rows : 0.0);
-    std::fflush(stdout);
-  }
+  int rc = 0;
+  for (int i : o.colls) rc |= runCollective(kColls[i], o, comm, send, recv);
   std::free(send);
   std::free(recv);
-  return totalWrong ? 1 : 0;
+  return rc;
 }
 
 int runWithComm(const Options& o, strata_comm_t comm) {
