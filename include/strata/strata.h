@@ -118,6 +118,23 @@ STRATA_API strata_result_t strata_comm_destroy(strata_comm_t comm);
  * communicator, like strata_comm_destroy. */
 STRATA_API strata_result_t strata_comm_abort(strata_comm_t comm);
 
+/* Collective over comm: the ranks passing the same color form a new
+ * communicator, ranked by key, then by rank in comm. A rank passing
+ * STRATA_SPLIT_NOCOLOR joins none and gets *newcomm = NULL. Independent of
+ * comm afterwards (destroy each on its own). */
+#define STRATA_SPLIT_NOCOLOR (-1)
+STRATA_API strata_result_t strata_comm_split(strata_comm_t comm, int color, int key,
+                                             strata_comm_t* newcomm);
+
+/* Collective over comm: a new communicator with the same ranks in the same
+ * order, whose operations never mix with comm's. */
+STRATA_API strata_result_t strata_comm_dup(strata_comm_t comm, strata_comm_t* newcomm);
+
+/* Without blocking: *error = STRATA_SUCCESS while the communicator is healthy,
+ * else the code of the failure that stopped it (a peer died, a timeout, an
+ * abort; strata_comm_last_error has the message). */
+STRATA_API strata_result_t strata_comm_get_async_error(strata_comm_t comm, strata_result_t* error);
+
 STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank);
 STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size);
 

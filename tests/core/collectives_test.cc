@@ -360,6 +360,44 @@ TEST(Collectives, GroupsNonBlockingAndBarrier) {
   }, kSmallSlots));
 }
 
+// Split into odds and evens (ranked by descending key), a split where one
+// rank opts out, and a dup: each new communicator has the expected ranks and
+// reduces over exactly its members, interleaved with the parent's calls.
+TEST(Communicators, SplitAndDup) {
+  expectAllPassed(runRanks(4, 120, [](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm, half = nullptr, some = nullptr, dup = nullptr;
+    if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
+    if (!rep.ok(strata_comm_split(comm, rank % 2, -rank, &half), comm, "split odd/even")) return;
+    int hr = -1, hs = -1;
+    strata_comm_rank(half, &hr);
+    strata_comm_size(half, &hs);
+    // Members of color c in descending rank order: rank 3 -> 0, rank 1 -> 1.
+    const int wantRank = (rank % 2 == 1) ? (rank == 3 ? 0 : 1) : (rank == 2 ? 0 : 1);
+    if (hs != 2 || hr != wantRank) rep.fail("split: rank %d/%d, expected %d/2", hr, hs, wantRank);
+    if (!rep.ok(strata_comm_split(comm, rank == 3 ? STRATA_SPLIT_NOCOLOR : 7, rank, &some), comm, "split nocolor")) return;
+    if ((rank == 3) != (some == nullptr)) rep.fail("split with NOCOLOR: newcomm %p on rank %d", (void*)some, rank);
+    if (!rep.ok(strata_comm_dup(comm, &dup), comm, "dup")) return;
+
+    int64_t v = rank + 1, sumHalf = v, sumAll = v, sumSome = v;
+    if (!rep.ok(strata_allreduce(&sumHalf, &sumHalf, 1, STRATA_INT64, STRATA_SUM, half), half, "allreduce half")) return;
+    if (!rep.ok(strata_allreduce(&sumAll, &sumAll, 1, STRATA_INT64, STRATA_SUM, dup), dup, "allreduce dup")) return;
+    if (some && !rep.ok(strata_allreduce(&sumSome, &sumSome, 1, STRATA_INT64, STRATA_SUM, some), some, "allreduce some")) return;
+    int64_t parent = v;
+    if (!rep.ok(strata_allreduce(&parent, &parent, 1, STRATA_INT64, STRATA_SUM, comm), comm, "allreduce parent")) return;
+    const int64_t wantHalf = rank % 2 ? 2 + 4 : 1 + 3;
+    if (sumHalf != wantHalf) rep.fail("half sum %lld, expected %lld", (long long)sumHalf, (long long)wantHalf);
+    if (sumAll != 10 || parent != 10) rep.fail("dup/parent sums %lld/%lld, expected 10", (long long)sumAll, (long long)parent);
+    if (some && sumSome != 6) rep.fail("nocolor split sum %lld, expected 6", (long long)sumSome);
+    strata_result_t async = STRATA_ERR_INTERNAL;
+    if (!rep.ok(strata_comm_get_async_error(dup, &async), dup, "get_async_error") || async != STRATA_SUCCESS)
+      rep.fail("healthy communicator reports async error %d", async);
+    strata_comm_destroy(half);
+    if (some) strata_comm_destroy(some);
+    strata_comm_destroy(dup);
+    rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
+  }, kSmallSlots));
+}
+
 // Bad arguments: the documented code, a message naming the argument, and the
 // communicator still usable afterwards (checked with a final allreduce).
 TEST(Collectives, BadArgumentsAreRejected) {
@@ -438,6 +476,9 @@ TEST(Collectives, MisuseEndsInErrorsNotHangs) {
       sleep(3);
     }
     if (strata_barrier(comm) == STRATA_SUCCESS) rep.fail("barrier after an unmatched send succeeded");
+    strata_result_t async = STRATA_SUCCESS;
+    strata_comm_get_async_error(comm, &async);
+    if (async == STRATA_SUCCESS) rep.fail("a failed communicator reports no async error");
     strata_comm_destroy(comm);
   }, env);
   expectAllPassed(outcomes);
