@@ -37,6 +37,7 @@ struct Options {
   strata_datatype_t datatype = STRATA_FLOAT32;
   strata_op_t op = STRATA_SUM;
   int root = 0;
+  int agg = 1;    // calls per timed iteration, issued in one group (nccl-tests' -m)
   int ranks = 0;  // 0: join a launch from the environment
   std::vector<int> colls;  // indexes into kColls
 };
@@ -120,7 +121,8 @@ bool parseSize(const char* text, size_t* out) {
                "  -c/--check          check results against a reference, default 1\n"
                "  -d/--datatype       int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double\n"
                "  -o/--op             sum prod min max avg\n"
-               "  -r/--root           root of broadcast and reduce, default 0\n",
+               "  -r/--root           root of broadcast and reduce, default 0\n"
+               "  -m/--agg_iters      calls per iteration, issued in one group (fused when small), default 1\n",
                argv0);
   std::exit(code);
 }
@@ -134,10 +136,11 @@ Options parseOptions(int argc, char** argv) {
       {"datatype", required_argument, nullptr, 'd'}, {"op", required_argument, nullptr, 'o'},
       {"ranks", required_argument, nullptr, 'R'}, {"help", no_argument, nullptr, 'h'},
       {"root", required_argument, nullptr, 'r'}, {"all", no_argument, nullptr, 'A'},
+      {"agg_iters", required_argument, nullptr, 'm'},
       {nullptr, 0, nullptr, 0}};
   int c;
   bool all = false;
-  while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:r:h", longOpts, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:r:m:h", longOpts, nullptr)) != -1) {
     bool ok = true;
     switch (c) {
       case 'b': ok = parseSize(optarg, &o.minBytes); break;
@@ -148,6 +151,7 @@ Options parseOptions(int argc, char** argv) {
       case 'c': o.check = std::atoi(optarg); ok = o.check == 0 || o.check == 1; break;
       case 'R': o.ranks = std::atoi(optarg); ok = o.ranks > 0 && o.ranks <= 1024; break;
       case 'r': o.root = std::atoi(optarg); ok = o.root >= 0; break;
+      case 'm': o.agg = std::atoi(optarg); ok = o.agg >= 1 && o.agg <= 1024; break;
       case 'A': all = true; break;
       case 'd': {
         ok = false;
@@ -326,13 +330,22 @@ strata_result_t runOnce(const Call& c, void* send, void* recv, bool inPlace, con
   return STRATA_ERR_INVALID_ARGUMENT;
 }
 
+// One iteration: -m calls, in one group when there are several.
+void iteration(const Call& c, void* send, void* recv, bool inPlace, const Options& o, strata_comm_t comm) {
+  if (o.agg == 1) return must(runOnce(c, send, recv, inPlace, o, comm), comm, c.coll->name);
+  must(strata_group_start(), comm, "group start");
+  for (int k = 0; k < o.agg; ++k) must(runOnce(c, send, recv, inPlace, o, comm), comm, c.coll->name);
+  must(strata_group_end(), comm, "group end");
+}
+
+// Seconds per call (the slowest rank's mean), as nccl-tests reports with -m.
 double timeCall(const Call& c, void* send, void* recv, bool inPlace, const Options& o, strata_comm_t comm) {
-  for (int i = 0; i < o.warmup; ++i) must(runOnce(c, send, recv, inPlace, o, comm), comm, c.coll->name);
+  for (int i = 0; i < o.warmup; ++i) iteration(c, send, recv, inPlace, o, comm);
   barrier(comm);
   auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.iters; ++i) must(runOnce(c, send, recv, inPlace, o, comm), comm, c.coll->name);
+  for (int i = 0; i < o.iters; ++i) iteration(c, send, recv, inPlace, o, comm);
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  return maxAcrossRanks(elapsed.count() / o.iters, comm);
+  return maxAcrossRanks(elapsed.count() / (double(o.iters) * o.agg), comm);
 }
 
 void fillInputs(const Call& c, void* send, const Options& o) {

@@ -110,12 +110,15 @@ STRATA_API strata_result_t strata_comm_init_rank(strata_comm_t* comm, int nranks
 STRATA_API strata_result_t strata_comm_init_env(strata_comm_t* comm);
 
 /* Frees the communicator. Collective in spirit: call it on every rank once all
- * operations are done. Safe after an error or abort. */
+ * operations are done. Safe after an error. Requests still outstanding then
+ * complete with an error (strata_test/strata_wait them to free them); the
+ * communicator's memory goes with the last of them. */
 STRATA_API strata_result_t strata_comm_destroy(strata_comm_t comm);
 
 /* Marks the communicator failed: every pending and future operation on it (and
- * the peers' operations that depend on this rank) return an error. Frees the
- * communicator, like strata_comm_destroy. */
+ * the peers' operations that depend on this rank) return an error; calls
+ * blocked in other threads return. Frees the communicator, like
+ * strata_comm_destroy (outstanding requests included). */
 STRATA_API strata_result_t strata_comm_abort(strata_comm_t comm);
 
 /* Collective over comm: the ranks passing the same color form a new

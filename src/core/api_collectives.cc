@@ -111,10 +111,10 @@ strata_result_t issue(strata_comm* comm, const CollCall& call, bool nothingToDo,
     if (s.isOk()) s = comm->impl->wait(r);
     return finish(s, comm);
   }
-  auto* r = new strata_request{{}, comm};
+  auto* r = new strata_request(comm);
   Status s = comm->impl->submit(call, false, &r->request);
   if (!s.isOk()) {
-    delete r;
+    freeRequest(r);
     return finish(s, comm);
   }
   *request = r;
@@ -147,10 +147,10 @@ strata_result_t issueP2p(strata_comm* comm, const Comm::P2pOp& op, strata_reques
     if (s.isOk()) s = comm->impl->wait(r);
     return finish(s, comm);
   }
-  auto* r = new strata_request{{}, comm};
+  auto* r = new strata_request(comm);
   Status s = comm->impl->submitGroup({op}, false, &r->request);
   if (!s.isOk()) {
-    delete r;
+    freeRequest(r);
     return finish(s, comm);
   }
   *request = r;
@@ -495,9 +495,11 @@ STRATA_API strata_result_t strata_test(strata_request_t request, int* done) {
     return STRATA_SUCCESS;
   }
   Status s = request->request.status();
-  delete request;
+  // The message first: freeing the request may free the communicator.
+  strata_result_t rc = finish(s, comm);
+  api::freeRequest(request);
   *done = 1;
-  return finish(s, comm);
+  return rc;
 }
 
 STRATA_API strata_result_t strata_wait(strata_request_t request) {
@@ -508,8 +510,9 @@ STRATA_API strata_result_t strata_wait(strata_request_t request) {
     api::CallGuard guard(comm);
     s = comm->impl->wait(request->request);
   }
-  delete request;
-  return finish(s, comm);
+  strata_result_t rc = finish(s, comm);
+  api::freeRequest(request);
+  return rc;
 }
 
 }  // extern "C"

@@ -99,6 +99,18 @@ Status initEnv(strata_comm_t* comm) {
 
 }  // namespace
 
+void freeRequest(strata_request* request) {
+  strata_comm* comm = request->comm;
+  delete request;
+  if (comm->liveRequests.fetch_sub(1) == 1 && comm->released.load() && !comm->freed.exchange(true))
+    delete comm;
+}
+
+void releaseComm(strata_comm* comm) {
+  comm->released.store(true);
+  if (comm->liveRequests.load() == 0 && !comm->freed.exchange(true)) delete comm;
+}
+
 strata_result_t finish(const Status& status, strata_comm* comm) {
   if (status.isOk()) return STRATA_SUCCESS;
   tLastError = status.message();
@@ -170,7 +182,12 @@ STRATA_API strata_result_t strata_comm_init_env(strata_comm_t* comm) {
 
 STRATA_API strata_result_t strata_comm_destroy(strata_comm_t comm) {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
-  delete comm;
+  int pending = comm->liveRequests.load();
+  if (pending > 0)
+    comm->impl->fail(makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
+                                    "rank %d destroyed the communicator with %d requests outstanding",
+                                    comm->impl->rank(), pending));
+  api::releaseComm(comm);
   return STRATA_SUCCESS;
 }
 
@@ -187,7 +204,7 @@ STRATA_API strata_result_t strata_comm_abort(strata_comm_t comm) {
                                "calls on the communicator did not return after abort; not freed"),
                   comm);
   }
-  delete comm;
+  api::releaseComm(comm);
   return STRATA_SUCCESS;
 }
 

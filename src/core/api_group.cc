@@ -1,9 +1,12 @@
 // C API: groups. Calls made between strata_group_start and strata_group_end on
 // one thread are queued here and issued together by the outermost end.
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <thread>
 
 #include "api_state.h"
+#include "params.h"
 
 namespace strata::api {
 namespace {
@@ -28,9 +31,34 @@ void bindArrays(Deferred& d, int n) {
   d.call.recvDispls = d.call.recvDispls ? base + 3 * n : nullptr;
 }
 
+// Small allreduces of one group, packed into one buffer (tensor fusion):
+// one pass over the network instead of one per call. Every rank sees the same
+// calls in the same order, so every rank packs them alike.
+struct Fusion {
+  std::vector<const Deferred*> calls;
+  uint64_t bytes = 0;
+  std::vector<char> buffer;  // inputs in call order, then the result
+
+  bool accepts(const Deferred& d, uint64_t bytes, uint64_t limit) const {
+    return d.call.coll == Coll::Allreduce && bytes <= limit &&
+           (calls.empty() || (d.call.datatype == calls[0]->call.datatype &&
+                              d.call.op == calls[0]->call.op && this->bytes + bytes <= limit));
+  }
+  // The results back into each call's output.
+  void scatter() const {
+    uint64_t off = 0;
+    for (const Deferred* d : calls) {
+      uint64_t bytes = d->call.count * strata_datatype_size(d->call.datatype);
+      std::memcpy(d->call.recvbuf, buffer.data() + off, bytes);
+      off += bytes;
+    }
+  }
+};
+
 // Issues everything queued: per communicator (in order of first use) its
-// collectives in call order, then its sends and receives as one exchange;
-// then drives them all until done. Returns the first failure.
+// collectives in call order (runs of small allreduces fused), then its sends
+// and receives as one exchange; then drives them all until done. Returns the
+// first failure.
 Status issueQueue(std::vector<Deferred>& queue, strata_comm** failedComm) {
   std::vector<strata_comm*> comms;
   for (const Deferred& d : queue)
@@ -45,9 +73,47 @@ Status issueQueue(std::vector<Deferred>& queue, strata_comm** failedComm) {
       *failedComm = comm;
     }
   };
+  const uint64_t fusionLimit = static_cast<uint64_t>(std::max<int64_t>(0, params::fusionBytes()));
+  std::vector<std::unique_ptr<Fusion>> fusions;  // those submitted, to scatter
+  std::vector<Fusion*> fusionOf;                 // per request, or null
+  // Starts one request with `start`; a request that fails to start is dropped.
+  auto track = [&](strata_comm* comm, Fusion* fusion, const std::function<Status(Request*)>& start) {
+    requests.push_back(std::make_unique<Request>());
+    owners.push_back(comm);
+    fusionOf.push_back(fusion);
+    Status s = start(requests.back().get());
+    if (!s.isOk()) {
+      requests.pop_back();
+      owners.pop_back();
+      fusionOf.pop_back();
+      note(s, comm);
+    }
+  };
+  auto submit = [&](strata_comm* comm, const CollCall& call, Fusion* fusion) {
+    track(comm, fusion, [&](Request* r) { return comm->impl->submit(call, true, r); });
+  };
   for (strata_comm* comm : comms) {
     CallGuard guard(comm);
     std::vector<Comm::P2pOp> p2p;
+    auto pending = std::make_unique<Fusion>();
+    auto flush = [&] {
+      if (pending->calls.size() == 1) submit(comm, pending->calls[0]->call, nullptr);
+      if (pending->calls.size() > 1) {
+        pending->buffer.resize(pending->bytes);
+        uint64_t off = 0;
+        for (const Deferred* d : pending->calls) {
+          uint64_t bytes = d->call.count * strata_datatype_size(d->call.datatype);
+          std::memcpy(pending->buffer.data() + off, d->call.sendbuf, bytes);
+          off += bytes;
+        }
+        CollCall call = pending->calls[0]->call;
+        call.sendbuf = call.recvbuf = pending->buffer.data();
+        call.count = pending->bytes / strata_datatype_size(call.datatype);
+        fusions.push_back(std::move(pending));
+        submit(comm, call, fusions.back().get());
+      }
+      pending = std::make_unique<Fusion>();
+    };
     for (Deferred& d : queue) {
       if (d.comm != comm) continue;
       if (d.p2p) {
@@ -55,25 +121,18 @@ Status issueQueue(std::vector<Deferred>& queue, strata_comm** failedComm) {
         continue;
       }
       if (!d.arrays.empty()) bindArrays(d, comm->impl->size());
-      requests.push_back(std::make_unique<Request>());
-      owners.push_back(comm);
-      Status s = comm->impl->submit(d.call, true, requests.back().get());
-      if (!s.isOk()) {
-        requests.pop_back();
-        owners.pop_back();
-        note(s, comm);
+      const uint64_t bytes = d.call.count * strata_datatype_size(d.call.datatype);
+      if (!pending->accepts(d, bytes, fusionLimit)) flush();
+      if (pending->accepts(d, bytes, fusionLimit)) {
+        pending->calls.push_back(&d);
+        pending->bytes += bytes;
+      } else {
+        submit(comm, d.call, nullptr);
       }
     }
-    if (!p2p.empty()) {
-      requests.push_back(std::make_unique<Request>());
-      owners.push_back(comm);
-      Status s = comm->impl->submitGroup(p2p, true, requests.back().get());
-      if (!s.isOk()) {
-        requests.pop_back();
-        owners.pop_back();
-        note(s, comm);
-      }
-    }
+    flush();
+    if (!p2p.empty())
+      track(comm, nullptr, [&](Request* r) { return comm->impl->submitGroup(p2p, true, r); });
   }
   // Drive every communicator involved until all requests are done: one of
   // them may need another's progress (ranks meet in different orders).
@@ -85,7 +144,10 @@ Status issueQueue(std::vector<Deferred>& queue, strata_comm** failedComm) {
     }
     if (pending) std::this_thread::yield();
   }
-  for (size_t i = 0; i < requests.size(); ++i) note(requests[i]->status(), owners[i]);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    note(requests[i]->status(), owners[i]);
+    if (fusionOf[i] && requests[i]->status().isOk()) fusionOf[i]->scatter();
+  }
   return first;
 }
 

@@ -3,6 +3,7 @@
 // calls in flight on a communicator.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -12,9 +13,16 @@
 
 struct strata_comm {
   std::unique_ptr<strata::Comm> impl;
+  // Requests handed out and not yet completed through strata_test/wait. A
+  // communicator destroyed or aborted while some are outstanding fails them
+  // and lives on until the last one is freed (see api::releaseComm).
+  std::atomic<int> liveRequests{0};
+  std::atomic<bool> released{false};
+  std::atomic<bool> freed{false};
 };
 
 struct strata_request {
+  explicit strata_request(strata_comm* c) : comm(c) { comm->liveRequests.fetch_add(1); }
   strata::Request request;
   strata_comm* comm;
 };
@@ -27,6 +35,12 @@ strata_result_t finish(const Status& status, strata_comm* comm = nullptr);
 
 // Re-reads configuration and logging settings: every init entry point calls it.
 void reloadSettings();
+
+// Frees a request, and its communicator too when that was released and this
+// was its last request.
+void freeRequest(strata_request* request);
+// Frees the communicator now, or once its last outstanding request is freed.
+void releaseComm(strata_comm* comm);
 
 // Groups (api_group.cc): whether the calling thread is inside
 // strata_group_start/end, and the calls it queues there for strata_group_end.

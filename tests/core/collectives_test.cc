@@ -303,29 +303,39 @@ TEST(PointToPoint, GroupedExchangesAndPairs) {
   }
 }
 
-// Blocking collectives inside a group are queued and run at group end; the
+// Blocking collectives inside a group are queued and run at group end (small
+// allreduces fused into one, or not with STRATA_FUSION_BYTES=0); the
 // non-blocking forms run side by side; a barrier holds every rank until all
 // have arrived.
-TEST(Collectives, GroupsNonBlockingAndBarrier) {
+class GroupsNonBlockingAndBarrier : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GroupsNonBlockingAndBarrier, AllMatchReference) {
   const std::string marks = "/tmp/strata-barrier-test-" + std::to_string(getpid());
+  auto env = kSmallSlots;
+  env.push_back({"STRATA_FUSION_BYTES", GetParam()});
   expectAllPassed(runRanks(4, 120, [&](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
     strata_comm_t comm;
     if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
-    // Ten allreduces of different sizes and a broadcast, in one group.
+    // Ten allreduces of different sizes (the seventh an int32 max, out of
+    // place, which splits the run of float sums) and a broadcast, in one group.
     std::vector<std::vector<char>> bufs(10);
+    std::vector<char> maxOut(601 * 4, 0x5a);
     std::vector<char> bcast(777 * 4, 0x5a);
+    auto typeOf = [](size_t k) { return k == 6 ? STRATA_INT32 : STRATA_FLOAT32; };
+    auto opOf = [](size_t k) { return k == 6 ? STRATA_MAX : STRATA_SUM; };
     if (rank == 2) bcast = inputs(2, 777, STRATA_INT32);
     if (!rep.ok(strata_group_start(), comm, "group start")) return;
     for (size_t k = 0; k < bufs.size(); ++k) {
-      bufs[k] = inputs(rank, 100 * k + 1, STRATA_FLOAT32);
-      strata_allreduce(bufs[k].data(), bufs[k].data(), 100 * k + 1, STRATA_FLOAT32, STRATA_SUM, comm);
+      bufs[k] = inputs(rank, 100 * k + 1, typeOf(k), opOf(k));
+      void* out = k == 6 ? maxOut.data() : bufs[k].data();
+      strata_allreduce(bufs[k].data(), out, 100 * k + 1, typeOf(k), opOf(k), comm);
     }
     strata_broadcast(bcast.data(), bcast.data(), 777, STRATA_INT32, 2, comm);
     if (!rep.ok(strata_group_end(), comm, "group end")) return;
     for (size_t k = 0; k < bufs.size(); ++k) {
       std::vector<char> want;
-      expectedBuffer(want, n, 100 * k + 1, STRATA_SUM, STRATA_FLOAT32);
-      check(rep, "grouped allreduce " + std::to_string(k), bufs[k].data(), want, 4);
+      expectedBuffer(want, n, 100 * k + 1, opOf(k), typeOf(k));
+      check(rep, "grouped allreduce " + std::to_string(k), k == 6 ? maxOut.data() : bufs[k].data(), want, 4);
     }
     check(rep, "grouped broadcast", bcast.data(), inputs(2, 777, STRATA_INT32), 4);
 
@@ -357,8 +367,10 @@ TEST(Collectives, GroupsNonBlockingAndBarrier) {
     if (!rep.ok(strata_ibarrier(comm, &b), comm, "ibarrier") || !rep.ok(strata_wait(b), comm, "wait ibarrier")) return;
     unlink((marks + "-" + std::to_string(rank)).c_str());
     rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
-  }, kSmallSlots));
+  }, env));
 }
+
+INSTANTIATE_TEST_SUITE_P(Fusion, GroupsNonBlockingAndBarrier, ::testing::Values("1048576", "0"));
 
 // Split into odds and evens (ranked by descending key), a split where one
 // rank opts out, and a dup: each new communicator has the expected ranks and
@@ -396,6 +408,36 @@ TEST(Communicators, SplitAndDup) {
     strata_comm_destroy(dup);
     rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
   }, kSmallSlots));
+}
+
+// Requests still pending when their communicator is aborted or destroyed
+// complete with an error (no hang, and under ASan no use after free); the
+// peers' operations that wait on this rank fail too.
+TEST(Communicators, AbortAndDestroyWithPendingRequests) {
+  auto env = kSmallSlots;
+  env[0].second = "5";  // STRATA_TIMEOUT
+  for (bool abort : {true, false}) {
+    expectAllPassed(runRanks(2, 60, [abort](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+      strata_comm_t comm;
+      if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
+      std::vector<float> a(100000, 1.0f), b(100000);
+      strata_request_t recv = nullptr, bcast = nullptr;
+      if (rank == 0) {
+        // Nobody sends to rank 0, and rank 1 never joins this broadcast.
+        if (!rep.ok(strata_irecv(b.data(), 10, STRATA_FLOAT32, 1, comm, &recv), comm, "irecv")) return;
+        if (!rep.ok(strata_ibroadcast(a.data(), a.data(), a.size(), STRATA_FLOAT32, 0, comm, &bcast), comm, "ibroadcast")) return;
+        strata_result_t rc = abort ? strata_comm_abort(comm) : strata_comm_destroy(comm);
+        if (rc != STRATA_SUCCESS) rep.fail("%s with requests pending: %s", abort ? "abort" : "destroy", strata_result_string(rc));
+        if (strata_wait(recv) == STRATA_SUCCESS) rep.fail("pending irecv succeeded after %s", abort ? "abort" : "destroy");
+        int done = 0;
+        if (strata_test(bcast, &done) == STRATA_SUCCESS || !done) rep.fail("pending ibroadcast did not fail");
+      } else {
+        // Rank 1 waits in a barrier rank 0 never joins: it must fail, not hang.
+        if (strata_barrier(comm) == STRATA_SUCCESS) rep.fail("barrier succeeded with rank 0 gone");
+        strata_comm_destroy(comm);
+      }
+    }, env));
+  }
 }
 
 // Bad arguments: the documented code, a message naming the argument, and the
