@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "collective_checks.h"
 #include "multiproc.h"
 #include "reference.h"
 #include "test_network.h"
@@ -96,6 +97,35 @@ TEST(MultiHost, AllreduceAcrossTwoHostsOfTwoRanks) {
   }, {{"STRATA_TIMEOUT", "30"}});
   expectAllPassed(outcomes);
   expectValuesAgree(outcomes);
+}
+
+// Every other collective, point-to-point across hosts in a group, and a
+// split into one communicator per host, on 2 hosts x 2 ranks; small slots so
+// that modest counts are pipelined over tcp as well as shared memory.
+TEST(MultiHost, EveryCollectiveAcrossHosts) {
+  SKIP_UNLESS_SUPPORTED();
+  TestNetwork net(2);
+  ASSERT_EQ(net.error(), "");
+  expectAllPassed(runRanks(4, 240, [&](int rank, int nranks, const strata_unique_id_t&, Reporter& rep) {
+    strata_comm_t comm;
+    if (!joinFromHost(net, rank / 2, rank, nranks, &comm, rep)) return;
+    if (!checkEveryCollective(rank, nranks, comm, rep)) return;
+    // Each rank exchanges with its counterpart on the other host.
+    const int peer = (rank + 2) % nranks;
+    std::vector<char> out = inputs(rank, 70001, STRATA_FLOAT32), in(70001 * 4);
+    strata_group_start();
+    strata_send(out.data(), 70001, STRATA_FLOAT32, peer, comm);
+    strata_recv(in.data(), 70001, STRATA_FLOAT32, peer, comm);
+    if (!rep.ok(strata_group_end(), comm, "exchange across hosts")) return;
+    check(rep, "exchange across hosts", in.data(), inputs(peer, 70001, STRATA_FLOAT32), 4);
+    strata_comm_t local;
+    if (!rep.ok(strata_comm_split(comm, rank / 2, rank, &local), comm, "split by host")) return;
+    int64_t v = rank, sum = 0;
+    if (!rep.ok(strata_allreduce(&v, &sum, 1, STRATA_INT64, STRATA_SUM, local), local, "allreduce on a host")) return;
+    if (sum != (rank / 2 == 0 ? 0 + 1 : 2 + 3)) rep.fail("per-host split sum %lld", (long long)sum);
+    strata_comm_destroy(local);
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "30"}, {"STRATA_SLOT_BYTES", "8192"}}));
 }
 
 // A unique id made inside host 0 (so it carries host 0's address); the test
