@@ -67,6 +67,20 @@ inline Range channelRange(uint64_t count, int nch, int ch, uint64_t align) {
   return {begin, std::min<uint64_t>(count, begin + per)};
 }
 
+// Clears plans[0..nchannels) and calls fn(steps, offset, len) for each
+// slot-sized chunk of every channel's share of `count` elements, in order.
+template <typename Fn>
+void forEachChunk(const PlanShape& shape, uint64_t count, int nchannels, std::vector<ChannelPlan>& plans,
+                  Fn fn) {
+  const uint64_t slotElems = shape.slotElems();
+  for (int ch = 0; ch < nchannels; ++ch) {
+    auto& steps = plans[ch].steps;
+    steps.clear();
+    auto [begin, end] = channelRange(count, nchannels, ch, shape.alignElems());
+    for (uint64_t off = begin; off < end; off += slotElems) fn(steps, off, std::min(slotElems, end - off));
+  }
+}
+
 const char* primName(Prim prim);
 
 }  // namespace strata

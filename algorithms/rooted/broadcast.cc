@@ -10,24 +10,17 @@ void buildBroadcast(const PlanShape& shape, uint64_t count, int root, bool direc
   const int pos = (r - root + n) % n;
   const int next = pos == n - 1 ? -1 : (r + 1) % n;
   const int prev = pos == 0 ? -1 : direct ? root : (r + n - 1) % n;
-  const uint64_t slotElems = shape.slotElems();
-  for (int ch = 0; ch < nchannels; ++ch) {
-    auto& steps = plans[ch].steps;
-    steps.clear();
-    auto [begin, end] = channelRange(count, nchannels, ch, shape.alignElems());
-    for (uint64_t off = begin; off < end; off += slotElems) {
-      uint64_t len = std::min(slotElems, end - off);
-      if (pos == 0) {
-        for (int i = 1; i < (direct ? n : std::min(n, 2)); ++i)
-          steps.push_back({Prim::Send, 0, -1, (r + i) % n, off, off, len});
-        steps.push_back({Prim::Copy, 0, -1, -1, off, off, len});
-      } else if (next >= 0 && !direct) {
-        steps.push_back({Prim::RecvCopySend, 0, prev, next, off, off, len});
-      } else {
-        steps.push_back({Prim::Recv, 0, prev, -1, off, off, len});
-      }
+  forEachChunk(shape, count, nchannels, plans, [&](std::vector<Step>& steps, uint64_t off, uint64_t len) {
+    if (pos == 0) {
+      for (int i = 1; i < (direct ? n : std::min(n, 2)); ++i)
+        steps.push_back({Prim::Send, 0, -1, (r + i) % n, off, off, len});
+      steps.push_back({Prim::Copy, 0, -1, -1, off, off, len});
+    } else if (next >= 0 && !direct) {
+      steps.push_back({Prim::RecvCopySend, 0, prev, next, off, off, len});
+    } else {
+      steps.push_back({Prim::Recv, 0, prev, -1, off, off, len});
     }
-  }
+  });
 }
 
 }  // namespace strata

@@ -125,6 +125,14 @@ ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t datatype,
   return ncclSuccess;
 }
 
+// prepare() and resolveOp() together, for the reducing collectives.
+ncclResult_t prepareReduction(ncclComm_t comm, cudaStream_t stream, ncclDataType_t datatype, ncclRedOp_t op,
+                              const void** sendbuff, size_t inputCount, std::vector<unsigned char>& scaled,
+                              strata_datatype_t* dt, strata_op_t* sop) {
+  ncclResult_t r = prepare(comm, stream, datatype, dt);
+  return r == ncclSuccess ? resolveOp(comm, op, datatype, sendbuff, inputCount, scaled, sop) : r;
+}
+
 ncclResult_t wrap(strata_comm_t s, ncclComm_t* out) {
   *out = new ncclComm{s, {}, {}};
   return ncclSuccess;
@@ -305,8 +313,7 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, n
   strata_datatype_t dt = STRATA_UINT8;
   strata_op_t sop = STRATA_SUM;
   std::vector<unsigned char> scaled;
-  ncclResult_t r = prepare(comm, stream, datatype, &dt);
-  if (r == ncclSuccess) r = resolveOp(comm, op, datatype, &sendbuff, count, scaled, &sop);
+  ncclResult_t r = prepareReduction(comm, stream, datatype, op, &sendbuff, count, scaled, &dt, &sop);
   if (r != ncclSuccess) return r;
   return done(strata_allreduce(sendbuff, recvbuff, count, dt, sop, comm->comm), comm);
 }
@@ -316,8 +323,7 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
   strata_datatype_t dt = STRATA_UINT8;
   strata_op_t sop = STRATA_SUM;
   std::vector<unsigned char> scaled;
-  ncclResult_t r = prepare(comm, stream, datatype, &dt);
-  if (r == ncclSuccess) r = resolveOp(comm, op, datatype, &sendbuff, count, scaled, &sop);
+  ncclResult_t r = prepareReduction(comm, stream, datatype, op, &sendbuff, count, scaled, &dt, &sop);
   if (r != ncclSuccess) return r;
   return done(strata_reduce(sendbuff, recvbuff, count, dt, sop, root, comm->comm), comm);
 }
@@ -328,10 +334,9 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
   strata_datatype_t dt = STRATA_UINT8;
   strata_op_t sop = STRATA_SUM;
   std::vector<unsigned char> scaled;
-  ncclResult_t r = prepare(comm, stream, datatype, &dt);
   int n = 0;
-  if (r == ncclSuccess) strata_comm_size(comm->comm, &n);
-  if (r == ncclSuccess) r = resolveOp(comm, op, datatype, &sendbuff, recvcount * n, scaled, &sop);
+  if (comm) strata_comm_size(comm->comm, &n);
+  ncclResult_t r = prepareReduction(comm, stream, datatype, op, &sendbuff, recvcount * n, scaled, &dt, &sop);
   if (r != ncclSuccess) return r;
   return done(strata_reduce_scatter(sendbuff, recvbuff, recvcount, dt, sop, comm->comm), comm);
 }
