@@ -1,13 +1,16 @@
-/* mpi-allreduce-perf: Open MPI's MPI_Allreduce timed exactly as strata-perf
- * times strata_allreduce (same flags subset, rows, columns and footer), so
- * bench/compare can put the two side by side.
+/* mpi-perf: Open MPI's collectives timed exactly as strata-perf times
+ * strata's (same flags subset, sizes, rows, columns, busbw factors and
+ * footer), so bench/compare can put the two side by side.
  *
- *   mpirun -np 2 mpi-allreduce-perf -b 8 -e 256M -f 2 -n 20 -w 5 -c 1
+ *   mpirun -np 2 mpi-perf [all_reduce|all_gather|reduce_scatter|broadcast] -b 8 -e 256M ...
  *
  * Per size: warm-up calls, a barrier, the timed calls (the mean per call,
  * maximum over ranks, is the reported time), then one checked call outside
- * the timed loop; out-of-place first, then in-place with MPI_IN_PLACE.
- * Only float32 sum is offered: it is what the comparison needs. */
+ * the timed loop; out-of-place first, then in-place with MPI_IN_PLACE
+ * (broadcast has one buffer: both columns time the same call). size is the
+ * whole buffer as in strata-perf: all ranks' blocks for all_gather (output)
+ * and reduce_scatter (input, MPI_Reduce_scatter_block). Only float32 sum is
+ * offered: it is what the comparison needs. */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
 #include <limits.h>
@@ -17,7 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
+typedef enum { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, BROADCAST } coll_t;
+static const char* coll_names[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast"};
+
 typedef struct {
+  coll_t coll;
   size_t min_bytes;
   size_t max_bytes;
   double step_factor;
@@ -40,9 +47,9 @@ static int parse_size(const char* text, size_t* out) {
 
 static void usage(FILE* f, const char* argv0) {
   fprintf(f,
-          "usage: mpirun -np N %s [-b minbytes] [-e maxbytes] [-f stepfactor] [-n iters]\n"
-          "          [-w warmup_iters] [-c 0|1] [-d float] [-o sum]\n"
-          "  flags as strata-perf; only -d float (float32) and -o sum\n",
+          "usage: mpirun -np N %s [all_reduce|all_gather|reduce_scatter|broadcast] [-b minbytes]\n"
+          "          [-e maxbytes] [-f stepfactor] [-n iters] [-w warmup_iters] [-c 0|1] [-d float] [-o sum]\n"
+          "  flags as strata-perf; only -d float (float32) and -o sum; broadcast's root is 0\n",
           argv0);
 }
 
@@ -54,6 +61,7 @@ static int parse_options(int argc, char** argv, int rank, options_t* o) {
       {"warmup_iters", required_argument, NULL, 'w'}, {"check", required_argument, NULL, 'c'},
       {"datatype", required_argument, NULL, 'd'}, {"op", required_argument, NULL, 'o'},
       {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  o->coll = ALL_REDUCE;
   o->min_bytes = 8;
   o->max_bytes = (size_t)256 << 20;
   o->step_factor = 2;
@@ -81,16 +89,22 @@ static int parse_options(int argc, char** argv, int rank, options_t* o) {
         return 2;
     }
     if (!ok) {
-      if (rank == 0) fprintf(stderr, "mpi-allreduce-perf: bad value '%s' for -%c\n", optarg, c);
+      if (rank == 0) fprintf(stderr, "mpi-perf: bad value '%s' for -%c\n", optarg, c);
       return 2;
     }
+  }
+  if (optind < argc) {
+    int found = 0;
+    for (int i = 0; i < 4; ++i)
+      if (strcmp(argv[optind], coll_names[i]) == 0) o->coll = (coll_t)i, found = 1;
+    if (found) ++optind;
   }
   if (optind < argc || o->min_bytes > o->max_bytes) {
     if (rank == 0) usage(stderr, argv[0]);
     return 2;
   }
   if (o->max_bytes / sizeof(float) > INT_MAX) {
-    if (rank == 0) fprintf(stderr, "mpi-allreduce-perf: -e too large for an int count\n");
+    if (rank == 0) fprintf(stderr, "mpi-perf: -e too large for an int count\n");
     return 2;
   }
   return 0;
@@ -109,24 +123,57 @@ static void fill(float* buf, size_t count, int rank) {
   for (size_t i = 0; i < count; ++i) buf[i] = input_value(rank, i);
 }
 
-static double time_allreduce(const float* send, float* recv, int count, const options_t* o) {
-  const void* in = send ? (const void*)send : MPI_IN_PLACE;
-  for (int i = 0; i < o->warmup; ++i) MPI_Allreduce(in, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+/* One call on `count` elements in all (block = count / nranks). in_place:
+ * MPI_IN_PLACE, with the data where MPI wants it (recv). */
+static void run_once(const options_t* o, float* send, float* recv, int count, int block, int in_place) {
+  const void* in = in_place ? MPI_IN_PLACE : (const void*)send;
+  switch (o->coll) {
+    case ALL_REDUCE: MPI_Allreduce(in, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case ALL_GATHER: MPI_Allgather(in, block, MPI_FLOAT, recv, block, MPI_FLOAT, MPI_COMM_WORLD); break;
+    case REDUCE_SCATTER: MPI_Reduce_scatter_block(in, recv, block, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case BROADCAST: MPI_Bcast(recv, count, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
+  }
+}
+
+static double time_call(const options_t* o, float* send, float* recv, int count, int block, int in_place) {
+  for (int i = 0; i < o->warmup; ++i) run_once(o, send, recv, count, block, in_place);
   MPI_Barrier(MPI_COMM_WORLD);
   double start = MPI_Wtime();
-  for (int i = 0; i < o->iters; ++i) MPI_Allreduce(in, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  for (int i = 0; i < o->iters; ++i) run_once(o, send, recv, count, block, in_place);
   double mean = (MPI_Wtime() - start) / o->iters, slowest = 0;
   MPI_Allreduce(&mean, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return slowest;
 }
 
-/* One checked call; returns the wrong elements summed over ranks. send NULL: in place. */
-static long check_allreduce(float* send, float* recv, int count, int rank, int nranks) {
-  fill(send ? send : recv, (size_t)count, rank);
-  MPI_Allreduce(send ? (const void*)send : MPI_IN_PLACE, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+/* Puts this rank's inputs where the call reads them. */
+static void place_inputs(const options_t* o, float* send, float* recv, int count, int block, int rank, int in_place) {
+  if (o->coll == BROADCAST) fill(recv, (size_t)count, rank);
+  else if (o->coll == ALL_GATHER && in_place) fill(recv + (size_t)rank * block, (size_t)block, rank);
+  else if (o->coll == ALL_GATHER) fill(send, (size_t)block, rank);
+  else fill(in_place ? recv : send, (size_t)count, rank);
+}
+
+/* One checked call; returns the wrong elements summed over ranks. */
+static long check_call(const options_t* o, float* send, float* recv, int count, int block, int rank, int nranks,
+                       int in_place) {
+  place_inputs(o, send, recv, count, block, rank, in_place);
+  run_once(o, send, recv, count, block, in_place);
   long wrong = 0, total = 0;
-  for (int i = 0; i < count; ++i)
-    if (recv[i] != expected_value(nranks, (size_t)i)) ++wrong;
+  switch (o->coll) {
+    case ALL_REDUCE:
+      for (int i = 0; i < count; ++i) wrong += recv[i] != expected_value(nranks, (size_t)i);
+      break;
+    case ALL_GATHER:
+      for (int p = 0; p < nranks; ++p)
+        for (int i = 0; i < block; ++i) wrong += recv[(size_t)p * block + i] != input_value(p, (size_t)i);
+      break;
+    case REDUCE_SCATTER:
+      for (int i = 0; i < block; ++i) wrong += recv[i] != expected_value(nranks, (size_t)rank * block + i);
+      break;
+    case BROADCAST:
+      for (int i = 0; i < count; ++i) wrong += recv[i] != input_value(0, (size_t)i);
+      break;
+  }
   MPI_Allreduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   return total;
 }
@@ -148,7 +195,7 @@ int main(int argc, char** argv) {
   void* send_mem = NULL;
   void* recv_mem = NULL;
   if (posix_memalign(&send_mem, 64, alloc) != 0 || posix_memalign(&recv_mem, 64, alloc) != 0) {
-    fprintf(stderr, "mpi-allreduce-perf: rank %d: cannot allocate %zu bytes\n", rank, alloc);
+    fprintf(stderr, "mpi-perf: rank %d: cannot allocate %zu bytes\n", rank, alloc);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   float* send = send_mem;
@@ -161,30 +208,37 @@ int main(int argc, char** argv) {
     gethostname(host, sizeof(host) - 1);
     int version = 0, subversion = 0;
     MPI_Get_version(&version, &subversion);
-    printf("# mpi-allreduce-perf: MPI_Allreduce (MPI %d.%d), %d ranks, host %s, pid %d\n#\n", version,
+    printf("# mpi-perf: %s (MPI %d.%d), %d ranks, host %s, pid %d\n#\n", coll_names[o.coll], version,
            subversion, nranks, host, (int)getpid());
-    printf("# %10s %12s %8s %6s   %s   %s\n", "", "", "", "", "               out-of-place",
+    printf("# %10s %12s %8s %6s %5s   %s   %s\n", "", "", "", "", "", "               out-of-place",
            "                in-place");
-    printf("# %10s %12s %8s %6s %9s %7s %7s %6s %9s %7s %7s %6s\n", "size", "count", "type", "redop", "time",
-           "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-    printf("# %10s %12s %8s %6s %9s %7s %7s %6s %9s %7s %7s %6s\n", "(B)", "(elements)", "", "", "(us)",
+    printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "size", "count", "type", "redop", "root",
+           "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+    printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "(B)", "(elements)", "", "", "", "(us)",
            "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
     fflush(stdout);
   }
 
-  const double bus_factor = nranks > 1 ? 2.0 * (nranks - 1) / nranks : 0;
+  const int per_rank = o.coll == ALL_GATHER || o.coll == REDUCE_SCATTER;
+  const double bus_factor = o.coll == BROADCAST ? 1
+                            : nranks <= 1     ? 0
+                            : o.coll == ALL_REDUCE ? 2.0 * (nranks - 1) / nranks
+                                                   : (double)(nranks - 1) / nranks;
   double bus_sum = 0;
   long total_wrong = 0;
   int rows = 0;
   for (double size = o.min_bytes ? (double)o.min_bytes : 1; size <= (double)o.max_bytes; size *= o.step_factor) {
     int count = (int)((size_t)size / sizeof(float));
+    if (per_rank) count = count / nranks * nranks;
     if (count == 0) continue;
+    const int block = per_rank ? count / nranks : count;
     size_t bytes = (size_t)count * sizeof(float);
-    double t_out = time_allreduce(send, recv, count, &o);
-    long wrong_out = o.check ? check_allreduce(send, recv, count, rank, nranks) : -1;
-    memcpy(recv, send, bytes);
-    double t_in = time_allreduce(NULL, recv, count, &o);
-    long wrong_in = o.check ? check_allreduce(NULL, recv, count, rank, nranks) : -1;
+    place_inputs(&o, send, recv, count, block, rank, 0);
+    double t_out = time_call(&o, send, recv, count, block, 0);
+    long wrong_out = o.check ? check_call(&o, send, recv, count, block, rank, nranks, 0) : -1;
+    place_inputs(&o, send, recv, count, block, rank, 1);
+    double t_in = time_call(&o, send, recv, count, block, 1);
+    long wrong_in = o.check ? check_call(&o, send, recv, count, block, rank, nranks, 1) : -1;
     total_wrong += (wrong_out > 0 ? wrong_out : 0) + (wrong_in > 0 ? wrong_in : 0);
     double alg_out = bytes / t_out / 1e9, alg_in = bytes / t_in / 1e9;
     bus_sum += (alg_out + alg_in) / 2 * bus_factor;
@@ -193,7 +247,8 @@ int main(int argc, char** argv) {
       char w_out[24], w_in[24];
       snprintf(w_out, sizeof(w_out), o.check ? "%ld" : "N/A", wrong_out);
       snprintf(w_in, sizeof(w_in), o.check ? "%ld" : "N/A", wrong_in);
-      printf("  %10zu %12d %8s %6s %9.2f %7.2f %7.2f %6s %9.2f %7.2f %7.2f %6s\n", bytes, count, "float", "sum",
+      printf("  %10zu %12d %8s %6s %5d %9.2f %7.2f %7.2f %6s %9.2f %7.2f %7.2f %6s\n", bytes, count, "float",
+             o.coll == ALL_GATHER || o.coll == BROADCAST ? "none" : "sum", o.coll == BROADCAST ? 0 : -1,
              t_out * 1e6, alg_out, alg_out * bus_factor, w_out, t_in * 1e6, alg_in, alg_in * bus_factor, w_in);
       fflush(stdout);
     }
