@@ -47,6 +47,7 @@ const char* primName(Prim prim) {
   switch (prim) {
     case Prim::Copy: return "copy";
     case Prim::Send: return "send";
+    case Prim::CopySend: return "copySend";
     case Prim::Recv: return "recv";
     case Prim::RecvReduceSend: return "recvReduceSend";
     case Prim::RecvReduceCopySend: return "recvReduceCopySend";
@@ -111,6 +112,11 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
   switch (step.prim) {
     case Prim::Send:
       std::memcpy(slotOut, in, bytes);
+      break;
+    case Prim::CopySend:
+      // The output from the slot just written (in cache), not from in again.
+      std::memcpy(slotOut, in, bytes);
+      if (out != in) reduce::copy(out, slotOut, bytes, ctx.streamingOutput);
       break;
     case Prim::Recv:
       reduce::copy(out, slotIn, bytes, ctx.streamingOutput);

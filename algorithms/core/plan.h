@@ -16,6 +16,7 @@ namespace strata {
 enum class Prim : uint8_t {
   Copy,                // out <- in                          (no peers: one rank)
   Send,                // slot(next) <- in
+  CopySend,            // out, slot(next) <- in   (one read of in for both)
   Recv,                // out <- slot(prev)
   RecvReduceSend,      // slot(next) <- slot(prev) op in
   RecvReduceCopySend,  // out, slot(next) <- finish(slot(prev) op in)

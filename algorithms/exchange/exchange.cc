@@ -42,12 +42,23 @@ void buildExchange(const PlanShape& shape, const ExchangeSpec& spec, int nchanne
       if (!s.transfers.empty()) streams.push_back(std::move(s));
     }
 
+  // A copy that reads exactly what a send reads (allgather's own block)
+  // rides along with that send's pieces: the input is read once for both.
+  const Transfer* riding = nullptr;
+  const Transfer* carrier = nullptr;
+  if (spec.copies.size() == 1)
+    for (const Transfer& t : spec.sends)
+      if (!carrier && t.count > 0 && t.inOffset == spec.copies[0].inOffset &&
+          t.count == spec.copies[0].count && t.msg == spec.copies[0].msg)
+        riding = &spec.copies[0], carrier = &t;
+
   for (int ch = 0; ch < nchannels; ++ch) {
     auto& steps = plans[ch].steps;
     steps.clear();
     for (const Transfer& t : spec.copies) {
       auto [b, e] = channelRange(t.count, nchannels, ch, align);
-      if (e > b) steps.push_back({Prim::Copy, t.msg, -1, -1, t.inOffset + b, t.outOffset + b, e - b});
+      if (e > b && &t != riding)
+        steps.push_back({Prim::Copy, t.msg, -1, -1, t.inOffset + b, t.outOffset + b, e - b});
     }
     // Appends the stream's next piece on this channel; false when it has none.
     auto emitPiece = [&](Stream& s) {
@@ -57,7 +68,10 @@ void buildExchange(const PlanShape& shape, const ExchangeSpec& spec, int nchanne
         if (b + s.done >= e) continue;
         uint64_t off = b + s.done, len = std::min(slotElems, e - off);
         s.done += len;
-        if (s.send) steps.push_back({Prim::Send, t.msg, -1, s.peer, t.inOffset + off, 0, len});
+        if (&t == carrier)
+          steps.push_back({Prim::CopySend, t.msg, -1, s.peer, t.inOffset + off, riding->outOffset + off, len});
+        else if (s.send)
+          steps.push_back({Prim::Send, t.msg, -1, s.peer, t.inOffset + off, 0, len});
         else steps.push_back({Prim::Recv, t.msg, s.peer, -1, 0, t.outOffset + off, len});
         return true;
       }
