@@ -102,8 +102,18 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
     if (!slotIn) return StepResult::NotReady;
     if (!checkSlot(tag, got, bytes, step.recvPeer, msg.tag, ctx, error)) return StepResult::Failed;
   }
-  void* slotOut = nullptr;
   SendConnector* send = step.sendPeer >= 0 ? links.send[step.sendPeer] : nullptr;
+  if (send && ctx.sendFromCaller && send->sendsFromCaller() &&
+      (step.prim == Prim::Send || step.prim == Prim::RecvCopySend)) {
+    // No slot copy: the input, or the output once written, goes out as is.
+    // acquire() only asks whether a FIFO entry is free (size plays no part).
+    if (!send->acquire(0)) return StepResult::NotReady;
+    if (step.prim == Prim::RecvCopySend) reduce::copy(out, slotIn, bytes, ctx.streamingOutput);
+    send->publishFrom(step.prim == Prim::RecvCopySend ? out : in, bytes, msg.tag);
+    if (recv) recv->release();
+    return StepResult::Ran;
+  }
+  void* slotOut = nullptr;
   if (send) {
     slotOut = send->acquire(bytes);
     if (!slotOut) return StepResult::NotReady;

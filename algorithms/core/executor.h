@@ -55,6 +55,10 @@ struct OpContext {
   SlotTag tag;                // expected on every received slot
   reduce::ReduceFn reduceFn;  // into slots and scratch: regular stores
   bool streamingOutput;       // write the output with non-temporal stores
+  // The plan never writes memory it has sent from before the operation
+  // completes, so connectors that can send from the caller's memory may
+  // (SendConnector::publishFrom) instead of copying into a slot.
+  bool sendFromCaller = false;
   // When set, replaces input, output and tag: message i is messages[i]. The
   // array outlives the operation (its owner keeps it with the request).
   const Message* messages = nullptr;

@@ -39,7 +39,7 @@ Status Planner::plan(const CollCall& call, const PlanShape& shape, const Allredu
       STRATA_CHECK(chooseAllreduce(shape, call.count, tuning, &c));
       if (c.algo == AllreduceAlgo::Ring) buildRingAllreduce(shape, call.count, c.nchannels, plans);
       else buildOneShotAllreduce(shape, call.count, plans);
-      *choice = {algoName(c.algo), c.nchannels};
+      *choice = {algoName(c.algo), c.nchannels, c.algo == AllreduceAlgo::Ring || call.sendbuf != call.recvbuf};
       return Status::ok();
     }
     case Coll::Broadcast:

@@ -30,6 +30,10 @@ struct CollCall {
 struct PlanChoice {
   const char* algo;  // for logs and strata-perf
   int nchannels;     // channels the plans use
+  // No step writes memory an earlier step sent from before the operation
+  // ends (OpContext::sendFromCaller). Only the in-place one-shot allreduce
+  // breaks it: it folds into its input while its sends may still be going.
+  bool inputStable = true;
 };
 
 class Planner {

@@ -151,6 +151,7 @@ Status Comm::submit(const CollCall& call, bool callerWaits, Request* request) {
   uint64_t outBytes = call.count * shape.elemSize;
   if (call.coll == Coll::Allgather || call.coll == Coll::Alltoall) outBytes *= nranks_;
   ctx.streamingOutput = outBytes >= streamingBytes_;
+  ctx.sendFromCaller = choice.inputStable;
   if (call.coll == Coll::Barrier) {
     static const uint8_t kZero = 0;
     ctx.input = reinterpret_cast<const char*>(&kZero);
@@ -214,6 +215,7 @@ Status Comm::submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Reques
   ctx.tag = request->messages.empty() ? SlotTag{} : request->messages[0].tag;
   ctx.reduceFn = reduce::kernel(STRATA_UINT8, STRATA_SUM, isa_);
   ctx.messages = request->messages.data();
+  ctx.sendFromCaller = true;  // send buffers stay untouched until the request completes
   const bool single = ops.size() == 1 && ops[0].peer != rank_;
   enqueue(ctx, shape.nchannels, callerWaits, request,
           single ? (uint64_t(ops[0].peer) << 1 | uint64_t(ops[0].send)) + 1 : 0);

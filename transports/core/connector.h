@@ -66,6 +66,13 @@ class SendConnector : public Connector {
   // Makes the slot returned by the last acquire() visible to the receiver.
   virtual void publish(size_t bytes, const SlotTag& tag) = 0;
 
+  // Transports that move bytes with system calls (sockets) can send straight
+  // from the caller's memory instead of a slot: publishFrom() takes a slot's
+  // place in the FIFO (false, and nothing happens, when none is free) and
+  // reads `data` until flushed(), so it must stay unchanged until then.
+  virtual bool sendsFromCaller() const { return false; }
+  virtual bool publishFrom(const void* /*data*/, size_t /*bytes*/, const SlotTag& /*tag*/) { return false; }
+
   virtual size_t slotBytes() const = 0;
 };
 

@@ -59,7 +59,8 @@ SlotRing::SlotRing(size_t slotBytes, int nslots)
     : slotBytes_(slotBytes),
       nslots_(static_cast<uint64_t>(nslots)),
       data_(new char[slotBytes * static_cast<size_t>(nslots)]),
-      headers_(static_cast<size_t>(nslots)) {}
+      headers_(static_cast<size_t>(nslots)),
+      payloads_(static_cast<size_t>(nslots), nullptr) {}
 
 Stripes::Stripes(std::vector<std::shared_ptr<TcpLink>> links) : links_(std::move(links)) {
   for (size_t i = 0; i < links_.size(); ++i) {
@@ -91,19 +92,29 @@ bool TcpSendConnector::sent(uint64_t message) const {
 
 bool TcpSendConnector::flushed() const { return published_ == 0 || sent(published_ - 1); }
 
-void* TcpSendConnector::acquire(size_t) {
-  // The slot about to be reused held message published_ - nslots.
-  if (published_ >= ring_.nslots() && !sent(published_ - ring_.nslots())) {
-    progress();
-    if (!sent(published_ - ring_.nslots())) return nullptr;
-  }
-  return ring_.slot(published_);
+bool TcpSendConnector::slotFree() {
+  // The entry about to be reused held message published_ - nslots.
+  if (published_ < ring_.nslots() || sent(published_ - ring_.nslots())) return true;
+  progress();
+  return sent(published_ - ring_.nslots());
 }
+
+void* TcpSendConnector::acquire(size_t) { return slotFree() ? ring_.slot(published_) : nullptr; }
 
 void TcpSendConnector::publish(size_t bytes, const SlotTag& tag) {
   ring_.header(published_) = WireHeader{tag.seq, tag.desc, bytes};
+  ring_.payload(published_) = ring_.slot(published_);
   ++published_;
   progress();  // start sending at once; the rest goes out on later polls
+}
+
+bool TcpSendConnector::publishFrom(const void* data, size_t bytes, const SlotTag& tag) {
+  if (!slotFree()) return false;
+  ring_.header(published_) = WireHeader{tag.seq, tag.desc, bytes};
+  ring_.payload(published_) = static_cast<const char*>(data);
+  ++published_;
+  progress();
+  return true;
 }
 
 bool TcpSendConnector::progress() {
@@ -119,7 +130,8 @@ bool TcpSendConnector::progress() {
       int n = 0;
       if (offset < sizeof(WireHeader)) iov[n++] = {reinterpret_cast<char*>(&h) + offset, sizeof(WireHeader) - offset};
       size_t payloadDone = offset > sizeof(WireHeader) ? offset - sizeof(WireHeader) : 0;
-      if (h.bytes > payloadDone) iov[n++] = {ring_.slot(message) + payloadDone, h.bytes - payloadDone};
+      if (h.bytes > payloadDone)
+        iov[n++] = {const_cast<char*>(ring_.payload(message)) + payloadDone, h.bytes - payloadDone};
       msghdr msg{};
       msg.msg_iov = iov;
       msg.msg_iovlen = static_cast<size_t>(n);

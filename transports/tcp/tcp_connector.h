@@ -57,6 +57,8 @@ class SlotRing {
   SlotRing(size_t slotBytes, int nslots);
   char* slot(uint64_t index) { return data_.get() + (index % nslots_) * slotBytes_; }
   WireHeader& header(uint64_t index) { return headers_[index % nslots_]; }
+  // Where message `index`'s payload is: its slot, or the caller's memory.
+  const char*& payload(uint64_t index) { return payloads_[index % nslots_]; }
   size_t slotBytes() const { return slotBytes_; }
   uint64_t nslots() const { return nslots_; }
 
@@ -65,6 +67,7 @@ class SlotRing {
   uint64_t nslots_;
   std::unique_ptr<char[]> data_;
   std::vector<WireHeader> headers_;
+  std::vector<const char*> payloads_;
 };
 
 // The sockets of one (pair, channel): message k of the stream travels on
@@ -93,6 +96,8 @@ class TcpSendConnector final : public SendConnector {
   TcpSendConnector(std::vector<std::shared_ptr<TcpLink>> links, size_t slotBytes, int nslots);
   void* acquire(size_t bytes) override;
   void publish(size_t bytes, const SlotTag& tag) override;
+  bool sendsFromCaller() const override { return true; }
+  bool publishFrom(const void* data, size_t bytes, const SlotTag& tag) override;
   size_t slotBytes() const override { return ring_.slotBytes(); }
   Status health() override { return stripes_.health(); }
   void abort() override { stripes_.abort(); }
@@ -105,6 +110,7 @@ class TcpSendConnector final : public SendConnector {
 
  private:
   bool sent(uint64_t message) const;
+  bool slotFree();  // the FIFO entry for message published_ may be reused
 
   Stripes stripes_;
   SlotRing ring_;
