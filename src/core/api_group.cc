@@ -3,10 +3,10 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <thread>
 
 #include "api_state.h"
 #include "params.h"
+#include "wait_policy.h"
 
 namespace strata::api {
 namespace {
@@ -21,6 +21,30 @@ struct Deferred {
 
 thread_local int tDepth = 0;
 thread_local std::vector<Deferred> tQueue;
+
+// Fusion buffers, kept from group to group: fresh memory would cost a page
+// fault per 4 KiB on every group, more than the fused allreduce itself.
+class FusionBuffers {
+ public:
+  // The index-th buffer of the current group, with room for `bytes`.
+  char* get(size_t index, size_t bytes) {
+    if (index >= buffers_.size()) buffers_.resize(index + 1);
+    Buffer& b = buffers_[index];
+    if (b.bytes < bytes) {
+      b.data.reset(new char[bytes]);  // not zero-filled: the inputs are copied in
+      b.bytes = bytes;
+    }
+    return b.data.get();
+  }
+
+ private:
+  struct Buffer {
+    std::unique_ptr<char[]> data;
+    size_t bytes = 0;
+  };
+  std::vector<Buffer> buffers_;
+};
+thread_local FusionBuffers tFusionBuffers;
 
 // Rebinds a deferred v-variant's array pointers to its own copies.
 void bindArrays(Deferred& d, int n) {
@@ -37,7 +61,7 @@ void bindArrays(Deferred& d, int n) {
 struct Fusion {
   std::vector<const Deferred*> calls;
   uint64_t bytes = 0;
-  std::vector<char> buffer;  // inputs in call order, then the result
+  char* buffer = nullptr;  // inputs in call order, then the result
 
   bool accepts(const Deferred& d, uint64_t bytes, uint64_t limit) const {
     return d.call.coll == Coll::Allreduce && bytes <= limit &&
@@ -49,7 +73,7 @@ struct Fusion {
     uint64_t off = 0;
     for (const Deferred* d : calls) {
       uint64_t bytes = d->call.count * strata_datatype_size(d->call.datatype);
-      std::memcpy(d->call.recvbuf, buffer.data() + off, bytes);
+      std::memcpy(d->call.recvbuf, buffer + off, bytes);
       off += bytes;
     }
   }
@@ -99,15 +123,15 @@ Status issueQueue(std::vector<Deferred>& queue, strata_comm** failedComm) {
     auto flush = [&] {
       if (pending->calls.size() == 1) submit(comm, pending->calls[0]->call, nullptr);
       if (pending->calls.size() > 1) {
-        pending->buffer.resize(pending->bytes);
+        pending->buffer = tFusionBuffers.get(fusions.size(), pending->bytes);
         uint64_t off = 0;
         for (const Deferred* d : pending->calls) {
           uint64_t bytes = d->call.count * strata_datatype_size(d->call.datatype);
-          std::memcpy(pending->buffer.data() + off, d->call.sendbuf, bytes);
+          std::memcpy(pending->buffer + off, d->call.sendbuf, bytes);
           off += bytes;
         }
         CollCall call = pending->calls[0]->call;
-        call.sendbuf = call.recvbuf = pending->buffer.data();
+        call.sendbuf = call.recvbuf = pending->buffer;
         call.count = pending->bytes / strata_datatype_size(call.datatype);
         fusions.push_back(std::move(pending));
         submit(comm, call, fusions.back().get());
@@ -134,15 +158,20 @@ Status issueQueue(std::vector<Deferred>& queue, strata_comm** failedComm) {
     if (!p2p.empty())
       track(comm, nullptr, [&](Request* r) { return comm->impl->submitGroup(p2p, true, r); });
   }
-  // Drive every communicator involved until all requests are done: one of
-  // them may need another's progress (ranks meet in different orders).
-  for (bool pending = true; pending;) {
-    pending = false;
-    for (size_t i = 0; i < requests.size(); ++i) {
-      CallGuard guard(owners[i]);
-      if (!owners[i]->impl->test(*requests[i])) pending = true;
+  // Drive every communicator involved until all requests are done, oldest
+  // first: one may need another's progress (ranks meet in different orders).
+  int64_t spins = 0;
+  for (strata_comm* comm : comms) spins = std::max(spins, comm->impl->spins());
+  WaitPolicy wait(spins);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    while (!requests[i]->done()) {
+      bool progressed = false;
+      for (strata_comm* comm : comms) {
+        CallGuard guard(comm);
+        progressed |= comm->impl->poll();
+      }
+      wait.afterPoll(progressed);
     }
-    if (pending) std::this_thread::yield();
   }
   for (size_t i = 0; i < requests.size(); ++i) {
     note(requests[i]->status(), owners[i]);
@@ -188,10 +217,11 @@ STRATA_API strata_result_t strata_group_end(void) {
     return finish(strata::makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
                                          "strata_group_end without a matching strata_group_start"));
   if (--tDepth > 0) return STRATA_SUCCESS;
-  std::vector<Deferred> queue;
-  queue.swap(tQueue);
+  // Issued from where it was queued, then emptied: its capacity (like the
+  // fusion buffers') is kept for the next group.
   strata_comm* failed = nullptr;
-  strata::Status s = issueQueue(queue, &failed);
+  strata::Status s = issueQueue(tQueue, &failed);
+  tQueue.clear();
   return finish(s, failed);
 }
 

@@ -256,9 +256,15 @@ Status Comm::wait(Request& request) {
 }
 
 bool Comm::test(Request& request) {
-  for (Channel& ch : channels_)
-    if (ch.hasWork()) ch.drive(*this);
+  poll();
   return request.done();
+}
+
+bool Comm::poll() {
+  bool progressed = false;
+  for (Channel& ch : channels_)
+    if (ch.hasWork()) progressed |= ch.drive(*this);
+  return progressed;
 }
 
 Status Comm::failure() const {

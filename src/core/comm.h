@@ -51,6 +51,10 @@ class Comm final : public FailureSink {
   Status wait(Request& request);
   // Drives every channel once; true if the request is done.
   bool test(Request& request);
+  // Drives every channel with work once; true if anything moved.
+  bool poll();
+  // How long a waiting thread spins before yielding (STRATA_SPIN's choice).
+  int64_t spins() const { return spins_; }
 
   // FailureSink
   bool failed() const override { return failed_.load(std::memory_order_acquire); }
