@@ -1,12 +1,12 @@
 #include "progress_threads.h"
 
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 
+#include "epoll_set.h"
 #include "log.h"
 #include "wait_policy.h"
 
@@ -62,6 +62,7 @@ void ProgressThreads::run(int index) {
   const int wakeFd = wakeFds_[index];
   int64_t idlePolls = 0;
   std::vector<pollfd> fds;
+  EpollSet sleeper;
   while (!stop_.load(std::memory_order_acquire)) {
     bool pending = false;
     bool progressed = false;
@@ -79,7 +80,8 @@ void ProgressThreads::run(int index) {
       continue;
     }
     idlePolls = 0;
-    if (poll(fds.data(), fds.size(), pending ? kBusySleepMs : kIdleSleepMs) > 0 && (fds[0].revents & POLLIN)) {
+    sleeper.update(fds);
+    if (sleeper.wait(pending ? kBusySleepMs : kIdleSleepMs, wakeFd)) {
       uint64_t drained;
       (void)!read(wakeFd, &drained, sizeof(drained));
     }

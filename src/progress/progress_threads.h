@@ -1,9 +1,9 @@
 // Progress threads (STRATA_NTHREADS): each drives the channels whose index
 // modulo the thread count is its own, for operations nobody is waiting on
 // (non-blocking calls, and the extra channels of large blocking ones).
-// A thread sleeps in poll(): on an eventfd alone when no such work is queued
-// (an idle communicator costs no CPU), and on the eventfd plus its channels'
-// sockets when work waits on the network. Channels on memory transports have
+// A thread sleeps in epoll (epoll_set.h): on an eventfd alone when no such
+// work is queued (an idle communicator costs no CPU), and on the eventfd plus
+// its channels' sockets when work waits on the network. Channels on memory transports have
 // no descriptor to sleep on, so there it polls and yields. wake() is only
 // called by submissions that want the threads.
 #pragma once
