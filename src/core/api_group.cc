@@ -1,5 +1,6 @@
 // C API: groups. Calls made between strata_group_start and strata_group_end on
 // one thread are queued here and issued together by the outermost end.
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
