@@ -7,7 +7,8 @@
  * host memory and every stream argument must be NULL: this library has no
  * GPU path yet (a non-NULL stream gets ncclInvalidArgument). Calls complete
  * before they return, except inside ncclGroupStart/End, where they complete
- * at the outermost ncclGroupEnd.
+ * at the outermost ncclGroupEnd, and a non-blocking init (config.blocking =
+ * 0), which other calls on the communicator wait for.
  */
 #ifndef NCCL_H_
 #define NCCL_H_
@@ -60,7 +61,8 @@ typedef struct ncclConfig_v21700 {
   size_t size;           /* set by NCCL_CONFIG_INITIALIZER */
   unsigned int magic;    /* set by NCCL_CONFIG_INITIALIZER */
   unsigned int version;  /* set by NCCL_CONFIG_INITIALIZER */
-  int blocking;          /* accepted; strata's init always completes before returning */
+  int blocking;          /* 0: ncclCommInitRankConfig returns ncclInProgress at once; poll
+                            ncclCommGetAsyncError until it is no longer ncclInProgress */
   int cgaClusterSize;    /* GPU tuning: ignored */
   int minCTAs;           /* GPU tuning: ignored */
   int maxCTAs;           /* GPU tuning: ignored */

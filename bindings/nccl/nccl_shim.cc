@@ -165,9 +165,12 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   strata_unique_id_t id;
   std::memcpy(&id, &commId, sizeof(id));
   strata_comm_t s;
-  strata_result_t rc = strata_comm_init_rank(&s, nranks, id, rank);
+  const bool nonBlocking = config && config->blocking == 0;
+  strata_result_t rc = nonBlocking ? strata_comm_init_rank_nonblocking(&s, nranks, id, rank)
+                                   : strata_comm_init_rank(&s, nranks, id, rank);
   if (rc != STRATA_SUCCESS) return done(rc, nullptr);
-  return wrap(s, comm);
+  wrap(s, comm);
+  return nonBlocking ? ncclInProgress : ncclSuccess;
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {

@@ -105,6 +105,14 @@ STRATA_API strata_result_t strata_get_unique_id(strata_unique_id_t* id);
 STRATA_API strata_result_t strata_comm_init_rank(strata_comm_t* comm, int nranks,
                                                  strata_unique_id_t id, int rank);
 
+/* Like strata_comm_init_rank, but returns at once (after checking its
+ * arguments): the bootstrap runs on a thread of its own.
+ * strata_comm_get_async_error reports STRATA_IN_PROGRESS until it has ended,
+ * then STRATA_SUCCESS or its error; every other call on the communicator first
+ * waits for it to end (destroy and abort included). */
+STRATA_API strata_result_t strata_comm_init_rank_nonblocking(strata_comm_t* comm, int nranks,
+                                                             strata_unique_id_t id, int rank);
+
 /* Initialises from torchrun-style variables: RANK, WORLD_SIZE, MASTER_ADDR,
  * MASTER_PORT (LOCAL_RANK is optional). Rank 0 listens on MASTER_ADDR:MASTER_PORT. */
 STRATA_API strata_result_t strata_comm_init_env(strata_comm_t* comm);
@@ -134,8 +142,9 @@ STRATA_API strata_result_t strata_comm_split(strata_comm_t comm, int color, int 
 STRATA_API strata_result_t strata_comm_dup(strata_comm_t comm, strata_comm_t* newcomm);
 
 /* Without blocking: *error = STRATA_SUCCESS while the communicator is healthy,
- * else the code of the failure that stopped it (a peer died, a timeout, an
- * abort; strata_comm_last_error has the message). */
+ * STRATA_IN_PROGRESS while a non-blocking init runs, else the code of the
+ * failure that stopped it (a failed init, a peer died, a timeout, an abort;
+ * strata_comm_last_error has the message). */
 STRATA_API strata_result_t strata_comm_get_async_error(strata_comm_t comm, strata_result_t* error);
 
 STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank);

@@ -11,6 +11,7 @@ namespace {
 
 Status checkComm(strata_comm* comm) {
   if (!comm) return STRATA_INVALID_ARG("comm is NULL");
+  STRATA_CHECK(ready(comm));
   if (comm->impl->failed()) {
     Status earlier = comm->impl->failure();
     return makeErrorQuiet(earlier.code(), "the communicator failed earlier: %s", earlier.message().c_str());

@@ -38,20 +38,46 @@ Status initComm(strata_comm_t* out, const boot::BootstrapConfig& config) {
   return Status::ok();
 }
 
-Status initRank(strata_comm_t* comm, int nranks, const strata_unique_id_t& id, int rank) {
+// The bootstrap configuration of rank `rank` of a unique-id job.
+Status rankConfig(strata_comm_t* comm, int nranks, const strata_unique_id_t& id, int rank,
+                  boot::BootstrapConfig* config) {
   if (!comm) return STRATA_INVALID_ARG("comm (the output pointer) is NULL");
   if (nranks <= 0) return STRATA_INVALID_ARG("nranks=%d must be at least 1", nranks);
   if (rank < 0 || rank >= nranks)
     return STRATA_INVALID_ARG("rank=%d is outside 0..nranks-1 (nranks=%d)", rank, nranks);
-  boot::BootstrapConfig config;
-  STRATA_CHECK(boot::decodeId(id, &config.id));
-  config.rank = rank;
-  config.nranks = nranks;
+  STRATA_CHECK(boot::decodeId(id, &config->id));
+  config->rank = rank;
+  config->nranks = nranks;
   SockAddr root;
-  std::memcpy(&root.storage, &config.id.root, config.id.rootLen);
-  root.len = config.id.rootLen;
-  config.listenFd = rank == 0 ? boot::takeListener(root) : -1;
+  std::memcpy(&root.storage, &config->id.root, config->id.rootLen);
+  root.len = config->id.rootLen;
+  config->listenFd = rank == 0 ? boot::takeListener(root) : -1;
+  return Status::ok();
+}
+
+Status initRank(strata_comm_t* comm, int nranks, const strata_unique_id_t& id, int rank) {
+  boot::BootstrapConfig config;
+  STRATA_CHECK(rankConfig(comm, nranks, id, rank, &config));
   return initComm(comm, config);
+}
+
+// Returns at once with a communicator whose bootstrap runs on its own thread.
+Status initRankNonBlocking(strata_comm_t* comm, int nranks, const strata_unique_id_t& id, int rank) {
+  boot::BootstrapConfig config;
+  STRATA_CHECK(rankConfig(comm, nranks, id, rank, &config));
+  auto* c = new strata_comm{};
+  c->initDone.store(false, std::memory_order_relaxed);
+  c->initThread = std::thread([c, config] {
+    log::setThreadRank(config.rank);
+    std::unique_ptr<Comm> impl;
+    Status s = Comm::create(config, &impl);
+    if (!s.isOk()) STRATA_WARN(INIT, "non-blocking init failed: %s", s.message().c_str());
+    c->impl = std::move(impl);
+    c->initStatus = s;
+    c->initDone.store(true, std::memory_order_release);
+  });
+  *comm = c;
+  return Status::ok();
 }
 
 Status initEnv(strata_comm_t* comm) {
@@ -99,6 +125,12 @@ Status initEnv(strata_comm_t* comm) {
 
 }  // namespace
 
+Status ready(strata_comm* comm) {
+  std::lock_guard<std::mutex> lock(comm->initMutex);
+  if (comm->initThread.joinable()) comm->initThread.join();
+  return comm->initStatus;
+}
+
 void freeRequest(strata_request* request) {
   strata_comm* comm = request->comm;
   delete request;
@@ -114,7 +146,8 @@ void releaseComm(strata_comm* comm) {
 strata_result_t finish(const Status& status, strata_comm* comm) {
   if (status.isOk()) return STRATA_SUCCESS;
   tLastError = status.message();
-  if (comm && comm->impl) comm->impl->setLastError(status.message());
+  if (comm && comm->initDone.load(std::memory_order_acquire) && comm->impl)
+    comm->impl->setLastError(status.message());
   return status.code();
 }
 
@@ -142,7 +175,9 @@ STRATA_API const char* strata_comm_last_error(strata_comm_t comm) {
   if (!comm) return "comm is NULL";
   // The string lives in a thread-local so the pointer stays valid for the caller.
   thread_local std::string copy;
-  copy = comm->impl->lastError();
+  if (!comm->initDone.load(std::memory_order_acquire)) return "";
+  Status init = api::ready(comm);
+  copy = init.isOk() ? comm->impl->lastError() : init.message();
   return copy.c_str();
 }
 
@@ -175,6 +210,12 @@ STRATA_API strata_result_t strata_comm_init_rank(strata_comm_t* comm, int nranks
   return finish(api::initRank(comm, nranks, id, rank));
 }
 
+STRATA_API strata_result_t strata_comm_init_rank_nonblocking(strata_comm_t* comm, int nranks,
+                                                             strata_unique_id_t id, int rank) {
+  api::reloadSettings();
+  return finish(api::initRankNonBlocking(comm, nranks, id, rank));
+}
+
 STRATA_API strata_result_t strata_comm_init_env(strata_comm_t* comm) {
   api::reloadSettings();
   return finish(api::initEnv(comm));
@@ -182,6 +223,10 @@ STRATA_API strata_result_t strata_comm_init_env(strata_comm_t* comm) {
 
 STRATA_API strata_result_t strata_comm_destroy(strata_comm_t comm) {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  if (!api::ready(comm).isOk()) {  // a failed non-blocking init: nothing was built
+    delete comm;
+    return STRATA_SUCCESS;
+  }
   int pending = comm->liveRequests.load();
   if (pending > 0)
     comm->impl->fail(makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
@@ -193,6 +238,10 @@ STRATA_API strata_result_t strata_comm_destroy(strata_comm_t comm) {
 
 STRATA_API strata_result_t strata_comm_abort(strata_comm_t comm) {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  if (!api::ready(comm).isOk()) {
+    delete comm;
+    return STRATA_SUCCESS;
+  }
   Comm& impl = *comm->impl;
   impl.fail(makeErrorQuiet(STRATA_ERR_INVALID_USAGE, "rank %d aborted the communicator (strata_comm_abort)",
                            impl.rank()));
@@ -211,6 +260,8 @@ STRATA_API strata_result_t strata_comm_abort(strata_comm_t comm) {
 STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank) {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
   if (!rank) return finish(STRATA_INVALID_ARG("rank (the output pointer) is NULL"), comm);
+  Status s = api::ready(comm);
+  if (!s.isOk()) return finish(s, comm);
   *rank = comm->impl->rank();
   return STRATA_SUCCESS;
 }
@@ -218,6 +269,8 @@ STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank) {
 STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size) {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
   if (!size) return finish(STRATA_INVALID_ARG("size (the output pointer) is NULL"), comm);
+  Status s = api::ready(comm);
+  if (!s.isOk()) return finish(s, comm);
   *size = comm->impl->size();
   return STRATA_SUCCESS;
 }

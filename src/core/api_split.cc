@@ -25,6 +25,8 @@ STRATA_API strata_result_t strata_comm_split(strata_comm_t comm, int color, int 
                                              strata_comm_t* newcomm) {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
   if (!newcomm) return finish(STRATA_INVALID_ARG("newcomm (the output pointer) is NULL"), comm);
+  strata::Status init = strata::api::ready(comm);
+  if (!init.isOk()) return finish(init, comm);
   if (color < 0 && color != STRATA_SPLIT_NOCOLOR)
     return finish(STRATA_INVALID_ARG("color=%d must be >= 0 or STRATA_SPLIT_NOCOLOR", color), comm);
   if (strata::api::groupActive())
@@ -66,14 +68,20 @@ STRATA_API strata_result_t strata_comm_split(strata_comm_t comm, int color, int 
 }
 
 STRATA_API strata_result_t strata_comm_dup(strata_comm_t comm, strata_comm_t* newcomm) {
-  if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
-  return strata_comm_split(comm, 0, comm->impl->rank(), newcomm);
+  int rank = 0;
+  strata_result_t rc = strata_comm_rank(comm, &rank);  // waits for a non-blocking init
+  return rc == STRATA_SUCCESS ? strata_comm_split(comm, 0, rank, newcomm) : rc;
 }
 
 STRATA_API strata_result_t strata_comm_get_async_error(strata_comm_t comm, strata_result_t* error) {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
   if (!error) return finish(STRATA_INVALID_ARG("error (the output pointer) is NULL"), comm);
-  *error = comm->impl->failed() ? comm->impl->failure().code() : STRATA_SUCCESS;
+  if (!comm->initDone.load(std::memory_order_acquire)) {
+    *error = STRATA_IN_PROGRESS;
+    return STRATA_SUCCESS;
+  }
+  strata::Status init = strata::api::ready(comm);
+  *error = !init.isOk() ? init.code() : comm->impl->failed() ? comm->impl->failure().code() : STRATA_SUCCESS;
   return STRATA_SUCCESS;
 }
 

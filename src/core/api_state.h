@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <string>
 
 #include "comm.h"
@@ -13,6 +15,12 @@
 
 struct strata_comm {
   std::unique_ptr<strata::Comm> impl;
+  // A non-blocking init builds impl on initThread and sets initStatus, then
+  // initDone; impl stays null if it failed. api::ready() waits for it.
+  std::thread initThread;
+  std::mutex initMutex;
+  std::atomic<bool> initDone{true};
+  strata::Status initStatus;
   // Requests handed out and not yet completed through strata_test/wait. A
   // communicator destroyed or aborted while some are outstanding fails them
   // and lives on until the last one is freed (see api::releaseComm).
@@ -35,6 +43,11 @@ strata_result_t finish(const Status& status, strata_comm* comm = nullptr);
 
 // Re-reads configuration and logging settings: every init entry point calls it.
 void reloadSettings();
+
+// Waits for a non-blocking init to end (at once otherwise) and returns its
+// outcome: every entry point but strata_comm_get_async_error goes through it
+// before touching impl.
+Status ready(strata_comm* comm);
 
 // Frees a request, and its communicator too when that was released and this
 // was its last request.

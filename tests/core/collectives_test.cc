@@ -219,6 +219,45 @@ TEST(Communicators, SplitAndDup) {
   }, kSmallSlots));
 }
 
+// Non-blocking init: reports STRATA_IN_PROGRESS while a rank is missing, then
+// success, and the communicator works; when a rank never comes, the error
+// arrives through strata_comm_get_async_error and every later call.
+TEST(Communicators, NonBlockingInit) {
+  expectAllPassed(runRanks(3, 60, [](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+    if (rank == 2) usleep(300000);
+    strata_comm_t comm = nullptr;
+    if (!rep.ok(strata_comm_init_rank_nonblocking(&comm, n, id, rank), nullptr, "init_rank_nonblocking")) return;
+    strata_result_t state = STRATA_ERR_INTERNAL;
+    strata_comm_get_async_error(comm, &state);
+    if (rank < 2 && state != STRATA_IN_PROGRESS) rep.fail("init finished before rank 2 joined (%d)", state);
+    for (int polls = 0; state == STRATA_IN_PROGRESS && polls < 10000; ++polls) {
+      usleep(1000);
+      strata_comm_get_async_error(comm, &state);
+    }
+    if (state != STRATA_SUCCESS) rep.fail("non-blocking init ended with %d: %s", state, strata_comm_last_error(comm));
+    int64_t v = rank + 1;
+    if (!rep.ok(strata_allreduce(&v, &v, 1, STRATA_INT64, STRATA_SUM, comm), comm, "allreduce")) return;
+    if (v != 6) rep.fail("allreduce after non-blocking init: %lld", (long long)v);
+    rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
+  }));
+  expectAllPassed(runRanks(2, 60, [](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+    if (rank == 1) return;  // never joins
+    strata_comm_t comm = nullptr;
+    if (!rep.ok(strata_comm_init_rank_nonblocking(&comm, n, id, rank), nullptr, "init_rank_nonblocking")) return;
+    strata_result_t state = STRATA_IN_PROGRESS;
+    for (int polls = 0; state == STRATA_IN_PROGRESS && polls < 10000; ++polls) {
+      usleep(1000);
+      strata_comm_get_async_error(comm, &state);
+    }
+    if (state != STRATA_ERR_TIMEOUT) rep.fail("init without rank 1 ended with %d", state);
+    if (!strlen(strata_comm_last_error(comm))) rep.fail("no message for the failed init");
+    float x = 1;
+    if (strata_allreduce(&x, &x, 1, STRATA_FLOAT32, STRATA_SUM, comm) == STRATA_SUCCESS)
+      rep.fail("allreduce on a communicator whose init failed succeeded");
+    rep.ok(strata_comm_destroy(comm), nullptr, "destroy after failed init");
+  }, {{"STRATA_TIMEOUT", "1"}}));
+}
+
 // Requests still pending when their communicator is aborted or destroyed
 // complete with an error (no hang, and under ASan no use after free); the
 // peers' operations that wait on this rank fail too.

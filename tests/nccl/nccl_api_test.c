@@ -137,9 +137,14 @@ static void allreduces(ncclComm_t comm) {
 int runRank(int rank, ncclUniqueId id) {
   me = rank;
   ncclComm_t comm;
+  /* Non-blocking init: ncclInProgress, then poll until it is done. */
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 1;
-  NCCL_OK(ncclCommInitRankConfig(&comm, NRANKS, id, rank, &config), NULL);
+  config.blocking = 0;
+  ncclResult_t init = ncclCommInitRankConfig(&comm, NRANKS, id, rank, &config);
+  CHECK(init == ncclInProgress || init == ncclSuccess, "non-blocking init returned %d", init);
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress) NCCL_OK(ncclCommGetAsyncError(comm, &state), comm);
+  CHECK(state == ncclSuccess, "non-blocking init ended with %d (%s)", state, ncclGetLastError(comm));
   int n = 0, r = -1, dev = 0, version = 0;
   NCCL_OK(ncclCommCount(comm, &n), comm);
   NCCL_OK(ncclCommUserRank(comm, &r), comm);
