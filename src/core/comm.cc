@@ -1,6 +1,9 @@
 #include "comm.h"
 
 #include <algorithm>
+#include <cstring>
+#include <string>
+#include <unordered_map>
 
 #include "log.h"
 #include "op_desc.h"
@@ -50,10 +53,21 @@ Status Comm::init(const boot::BootstrapConfig& config) {
   topo::HostInfo self = topo::probeHost();
   STRATA_CHECK(boot::Bootstrap::create(config, self, &bootstrap_));
 
-  int localRanks = 0;
-  for (const auto& h : bootstrap_->hosts()) localRanks += topo::sameHost(h, self) ? 1 : 0;
+  const auto& hosts = bootstrap_->hosts();
+  std::unordered_map<std::string, int> ranksPerHost;
+  auto hostKey = [](const topo::HostInfo& h) { return std::string(h.hostId, strnlen(h.hostId, sizeof(h.hostId))); };
+  for (const auto& h : hosts) ++ranksPerHost[hostKey(h)];
+  auto ranksOnHostOf = [&](const topo::HostInfo& h) { return ranksPerHost[hostKey(h)]; };
+  const int localRanks = ranksOnHostOf(self);
+  // Every rank's plans assume the same channel count, so the automatic choice
+  // is the smallest any rank would make from its own cores (all ranks know
+  // every rank's host and mask from the bootstrap, and reach the same value).
   int nchannels = static_cast<int>(params::nchannels());
-  if (nchannels == 0) nchannels = std::clamp(self.cpusAllowed / std::max(1, localRanks), 1, 4);
+  if (nchannels == 0) {
+    nchannels = 4;
+    for (const auto& h : hosts)
+      nchannels = std::min(nchannels, std::clamp(h.cpusAllowed / std::max(1, ranksOnHostOf(h)), 1, 4));
+  }
   spins_ = chooseSpins(params::spinCount(), localRanks, self.cpusAllowed);
   shape_ = PlanShape{rank_, nranks_, nchannels, static_cast<size_t>(slotBytes), 0};
   sendSeq_.assign(nranks_, 0);

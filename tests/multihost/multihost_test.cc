@@ -129,6 +129,35 @@ TEST(MultiHost, EveryCollectiveAcrossHosts) {
   }, {{"STRATA_TIMEOUT", "30"}, {"STRATA_SLOT_BYTES", "8192"}}));
 }
 
+// Hosts with different core counts (here: rank 0's affinity mask cut to one
+// core) still agree on the channel count, which every plan depends on: large
+// collectives, whose plans use every channel, complete and are exact.
+TEST(MultiHost, UnequalHostsAgreeOnChannels) {
+  SKIP_UNLESS_SUPPORTED();
+  TestNetwork net(2);
+  ASSERT_EQ(net.error(), "");
+  expectAllPassed(runRanks(2, 120, [&](int rank, int nranks, const strata_unique_id_t&, Reporter& rep) {
+    if (rank == 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(0, &one);
+      if (sched_setaffinity(0, sizeof(one), &one) != 0) rep.fail("sched_setaffinity failed");
+    }
+    strata_comm_t comm;
+    if (!joinFromHost(net, rank, rank, nranks, &comm, rep)) return;
+    std::vector<int64_t> v(size_t(1) << 21);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = inputValue(rank, i);
+    if (rep.ok(strata_allreduce(v.data(), v.data(), v.size(), STRATA_INT64, STRATA_SUM, comm), comm, "allreduce"))
+      checkSum(v, nranks, STRATA_SUM, rep, "allreduce across unequal hosts");
+    std::vector<char> out(size_t(4) << 20);
+    std::vector<char> in = inputs(rank, out.size() / 8, STRATA_FLOAT32);
+    if (rep.ok(strata_allgather(in.data(), out.data(), in.size() / 4, STRATA_FLOAT32, comm), comm, "allgather"))
+      for (int p = 0; p < nranks; ++p)
+        check(rep, "allgather block", out.data() + p * in.size(), inputs(p, in.size() / 4, STRATA_FLOAT32), 4);
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "10"}}));
+}
+
 // A unique id made inside host 0 (so it carries host 0's address); the test
 // process returns to its own namespace afterwards.
 void idFromHost0(const TestNetwork& net, strata_unique_id_t* id) {
