@@ -60,4 +60,6 @@ bool sameHost(const HostInfo& a, const HostInfo& b) {
   return std::strncmp(a.hostId, b.hostId, kHostIdBytes) == 0;
 }
 
+std::string hostKey(const HostInfo& h) { return std::string(h.hostId, strnlen(h.hostId, kHostIdBytes)); }
+
 }  // namespace strata::topo

@@ -27,5 +27,7 @@ struct HostInfo {
 HostInfo probeHost();
 
 bool sameHost(const HostInfo& a, const HostInfo& b);
+// The host id as a string: equal for two HostInfos exactly when sameHost.
+std::string hostKey(const HostInfo& h);
 
 }  // namespace strata::topo

@@ -33,13 +33,7 @@ Status chooseAllreduce(const PlanShape& shape, uint64_t count, const AllreduceTu
   } else {
     algo = oneshotFits && bytes <= tuning.oneshotBytes ? AllreduceAlgo::OneShot : AllreduceAlgo::Ring;
   }
-  // A channel per slot's worth of data at most: small rings stay on one.
-  int nch = 1;
-  if (algo == AllreduceAlgo::Ring) {
-    uint64_t slices = bytes / (shape.slotBytes * shape.nranks);
-    nch = static_cast<int>(std::max<uint64_t>(1, std::min<uint64_t>(shape.nchannels, slices)));
-  }
-  *choice = {algo, nch};
+  *choice = {algo, algo == AllreduceAlgo::Ring ? shape.channelsFor(bytes) : 1};
   return Status::ok();
 }
 

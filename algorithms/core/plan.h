@@ -53,6 +53,13 @@ struct PlanShape {
   uint64_t alignElems() const { return std::max<uint64_t>(1, 64 / elemSize); }
   // The most elements one slot carries, aligned.
   uint64_t slotElems() const { return slotBytes / elemSize / alignElems() * alignElems(); }
+  // Channels for an operation moving `totalBytes` (all ranks' blocks): one
+  // per slot's worth of data per rank, at most nchannels, so small
+  // operations stay on one.
+  int channelsFor(uint64_t totalBytes) const {
+    uint64_t perRankSlots = totalBytes / (slotBytes * std::max(1, nranks));
+    return static_cast<int>(std::clamp<uint64_t>(perRankSlots, 1, nchannels));
+  }
 };
 
 // Channel `ch`'s share [begin, end) of `count` elements split over `nch`

@@ -1,5 +1,7 @@
 #include "exchange.h"
 
+#include <algorithm>
+
 namespace strata {
 namespace {
 
@@ -11,18 +13,10 @@ struct Stream {
   uint64_t done = 0;    // and elements of its channel share already emitted
 };
 
-// Order of visit: rank+1, rank-1, rank+2, rank-2, ... (each peer once).
-std::vector<int> visitOrder(int rank, int n) {
-  std::vector<int> order;
-  std::vector<bool> seen(n, false);
-  seen[rank] = true;
-  for (int d = 1; static_cast<int>(order.size()) < n - 1; ++d)
-    for (int peer : {(rank + d) % n, ((rank - d) % n + n) % n})
-      if (!seen[peer]) {
-        seen[peer] = true;
-        order.push_back(peer);
-      }
-  return order;
+// Position of `peer` in the visit order rank+1, rank-1, rank+2, rank-2, ...
+uint64_t visitKey(int peer, int rank, int n) {
+  int forward = (peer - rank + n) % n, backward = n - forward;
+  return forward <= backward ? 2 * uint64_t(forward) : 2 * uint64_t(backward) + 1;
 }
 
 }  // namespace
@@ -33,14 +27,21 @@ void buildExchange(const PlanShape& shape, const ExchangeSpec& spec, int nchanne
   // channel 0, so its split depends on nothing but its own count.
   const uint64_t slotElems = shape.slotElems();
   const uint64_t align = slotElems;
+  // Streams in visit order, a peer's sends before its receives, each
+  // stream's transfers in the order given: one sort, however many ranks.
+  std::vector<std::pair<uint64_t, const Transfer*>> keyed;
+  for (bool send : {true, false})
+    for (const Transfer& t : send ? spec.sends : spec.recvs)
+      if (t.count > 0) keyed.push_back({visitKey(t.peer, shape.rank, shape.nranks) << 1 | (send ? 0 : 1), &t});
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Stream> streams;
-  for (int peer : visitOrder(shape.rank, shape.nranks))
-    for (bool send : {true, false}) {
-      Stream s{peer, send, {}};
-      for (const Transfer& t : send ? spec.sends : spec.recvs)
-        if (t.peer == peer && t.count > 0) s.transfers.push_back(&t);
-      if (!s.transfers.empty()) streams.push_back(std::move(s));
-    }
+  for (const auto& [key, t] : keyed) {
+    const bool send = (key & 1) == 0;
+    if (streams.empty() || streams.back().peer != t->peer || streams.back().send != send)
+      streams.push_back(Stream{t->peer, send, {}});
+    streams.back().transfers.push_back(t);
+  }
 
   // A copy that reads exactly what a send reads (allgather's own block)
   // rides along with that send's pieces: the input is read once for both.

@@ -8,13 +8,6 @@
 namespace strata {
 namespace {
 
-// A channel per slot's worth of data per rank, at most shape.nchannels: small
-// operations stay on one.
-int channelsFor(const PlanShape& shape, uint64_t totalBytes) {
-  uint64_t perRankSlots = totalBytes / (shape.slotBytes * std::max(1, shape.nranks));
-  return static_cast<int>(std::clamp<uint64_t>(perRankSlots, 1, shape.nchannels));
-}
-
 bool useDirect(const AllreduceTuning& tuning, uint64_t bytes) {
   if (tuning.forced != ForcedAlgo::None) return tuning.forced == ForcedAlgo::OneShot;
   return bytes <= tuning.oneshotBytes;
@@ -45,7 +38,7 @@ Status Planner::plan(const CollCall& call, const PlanShape& shape, const Allredu
     case Coll::Broadcast:
     case Coll::Reduce: {
       bool direct = useDirect(tuning, bytes);
-      int nch = channelsFor(shape, bytes * n);
+      int nch = shape.channelsFor(bytes * n);
       if (call.coll == Coll::Broadcast) buildBroadcast(shape, call.count, call.root, direct, nch, plans);
       else buildReduce(shape, call.count, call.root, direct, nch, plans);
       *choice = {direct ? "direct" : "chain", nch};
@@ -53,7 +46,7 @@ Status Planner::plan(const CollCall& call, const PlanShape& shape, const Allredu
     }
     case Coll::ReduceScatter: {
       bool direct = useDirect(tuning, bytes);
-      int nch = channelsFor(shape, bytes * n);
+      int nch = shape.channelsFor(bytes * n);
       buildReduceScatter(shape, call.count, direct, nch, plans);
       *choice = {direct ? "direct" : "ring", nch};
       return Status::ok();
@@ -74,7 +67,7 @@ Status Planner::plan(const CollCall& call, const PlanShape& shape, const Allredu
         alltoallvSpec(shape, call.sendCounts, call.sendDispls, call.recvCounts, call.recvDispls, &spec_);
         total = sum(call.recvCounts, n) * shape.elemSize;
       }
-      int nch = channelsFor(shape, total);
+      int nch = shape.channelsFor(total);
       buildExchange(shape, spec_, nch, plans);
       *choice = {"pairwise", nch};
       return Status::ok();

@@ -348,20 +348,22 @@ double timeCall(const Call& c, void* send, void* recv, bool inPlace, const Optio
   return maxAcrossRanks(elapsed.count() / (double(o.iters) * o.agg), comm);
 }
 
-void fillInputs(const Call& c, void* send, const Options& o) {
+// This rank's inputs where the call reads them: sendbuf, and for an in-place
+// allgather also the own block of recvbuf.
+void fillInputs(const Call& c, void* send, void* recv, bool inPlace, const Options& o) {
   for (size_t i = 0; i < c.count; ++i) store(send, i, inputValue(c.rank, i, o.op), o.datatype);
+  if (inPlace && c.coll->kind == Kind::AllGather) {
+    const size_t blockBytes = c.block * strata_datatype_size(o.datatype);
+    std::memcpy(static_cast<char*>(recv) + c.rank * blockBytes, send, blockBytes);
+  }
 }
 
 // Runs one checked call on fresh inputs; returns the number of wrong elements
 // on all ranks.
 long checkCall(const Call& c, void* send, void* recv, bool inPlace, const Options& o, strata_comm_t comm) {
   const size_t elem = strata_datatype_size(o.datatype);
-  fillInputs(c, send, o);
-  char* out = static_cast<char*>(inPlace ? send : recv);
-  if (inPlace && c.coll->kind == Kind::AllGather) {
-    out = static_cast<char*>(recv);
-    std::memcpy(out + c.rank * c.block * elem, send, c.block * elem);
-  }
+  fillInputs(c, send, recv, inPlace, o);
+  char* out = static_cast<char*>(inPlace && c.coll->kind != Kind::AllGather ? send : recv);
   if (inPlace && c.coll->kind == Kind::ReduceScatter) out += c.rank * c.block * elem;
   must(runOnce(c, send, recv, inPlace, o, comm), comm, c.coll->name);
   double wrong = 0;
@@ -432,18 +434,16 @@ int runCollective(const CollInfo& coll, const Options& o, strata_comm_t comm, vo
     if (count == 0) continue;
     Call c{&coll, count, coll.perRankBlocks() ? count / nranks : count, rank, nranks};
     const size_t bytes = count * elem;
-    fillInputs(c, send, o);
+    fillInputs(c, send, recv, false, o);
     double tOut = timeCall(c, send, recv, false, o, comm);
     long wrongOut = o.check ? checkCall(c, send, recv, false, o, comm) : -1;
     double tIn = 0;
     long wrongIn = -1;
     if (coll.hasInPlace()) {
-      fillInputs(c, send, o);
-      if (coll.kind == Kind::AllGather) std::memcpy(static_cast<char*>(recv) + rank * c.block * elem, send, c.block * elem);
+      fillInputs(c, send, recv, true, o);
       tIn = timeCall(c, send, recv, true, o, comm);
       wrongIn = o.check ? checkCall(c, send, recv, true, o, comm) : -1;
     }
-    fillInputs(c, send, o);  // the next row times with fresh inputs
     totalWrong += std::max(0L, wrongOut) + std::max(0L, wrongIn);
     double algOut = bytes / tOut / 1e9, algIn = tIn > 0 ? bytes / tIn / 1e9 : 0;
     busSum += (coll.hasInPlace() ? (algOut + algIn) / 2 : algOut) * busFactor;

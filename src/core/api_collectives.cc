@@ -88,6 +88,27 @@ Status blocksExtent(const char* countsName, const size_t* counts, const char* di
   return Status::ok();
 }
 
+// Runs submit(callerWaits, request): blocking (request == NULL) it waits for
+// the operation; otherwise it hands out a strata_request.
+template <typename Submit>
+strata_result_t start(strata_comm* comm, strata_request_t* request, Submit submit) {
+  CallGuard guard(comm);
+  if (!request) {
+    Request r;
+    Status s = submit(true, &r);
+    if (s.isOk()) s = comm->impl->wait(r);
+    return finish(s, comm);
+  }
+  auto* r = new strata_request(comm);
+  Status s = submit(false, &r->request);
+  if (!s.isOk()) {
+    freeRequest(r);
+    return finish(s, comm);
+  }
+  *request = r;
+  return STRATA_SUCCESS;
+}
+
 // Queues the call in the thread's group, or submits it and (blocking) waits.
 strata_result_t issue(strata_comm* comm, const CollCall& call, bool nothingToDo,
                       strata_request_t* request) {
@@ -105,21 +126,8 @@ strata_result_t issue(strata_comm* comm, const CollCall& call, bool nothingToDo,
     if (request) *request = nullptr;
     return STRATA_SUCCESS;
   }
-  CallGuard guard(comm);
-  if (!request) {
-    Request r;
-    Status s = comm->impl->submit(call, true, &r);
-    if (s.isOk()) s = comm->impl->wait(r);
-    return finish(s, comm);
-  }
-  auto* r = new strata_request(comm);
-  Status s = comm->impl->submit(call, false, &r->request);
-  if (!s.isOk()) {
-    freeRequest(r);
-    return finish(s, comm);
-  }
-  *request = r;
-  return STRATA_SUCCESS;
+  return start(comm, request,
+               [&](bool callerWaits, Request* r) { return comm->impl->submit(call, callerWaits, r); });
 }
 
 strata_result_t issueP2p(strata_comm* comm, const Comm::P2pOp& op, strata_request_t* request) {
@@ -141,21 +149,8 @@ strata_result_t issueP2p(strata_comm* comm, const Comm::P2pOp& op, strata_reques
                                  "peer=%d is this rank itself: a message to oneself needs its send "
                                  "and receive in one strata_group_start/end", op.peer),
                   comm);
-  CallGuard guard(comm);
-  if (!request) {
-    Request r;
-    Status s = comm->impl->submitGroup({op}, true, &r);
-    if (s.isOk()) s = comm->impl->wait(r);
-    return finish(s, comm);
-  }
-  auto* r = new strata_request(comm);
-  Status s = comm->impl->submitGroup({op}, false, &r->request);
-  if (!s.isOk()) {
-    freeRequest(r);
-    return finish(s, comm);
-  }
-  *request = r;
-  return STRATA_SUCCESS;
+  return start(comm, request,
+               [&](bool callerWaits, Request* r) { return comm->impl->submitGroup({op}, callerWaits, r); });
 }
 
 CollCall makeCall(Coll coll, const void* sendbuf, void* recvbuf, size_t count,

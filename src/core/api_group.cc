@@ -69,13 +69,25 @@ struct Fusion {
            (calls.empty() || (d.call.datatype == calls[0]->call.datatype &&
                               d.call.op == calls[0]->call.op && this->bytes + bytes <= limit));
   }
+  // The inputs into `into`, which becomes the buffer.
+  void pack(char* into) {
+    buffer = into;
+    walk([&](const CollCall& c, uint64_t off, uint64_t n) { std::memcpy(buffer + off, c.sendbuf, n); });
+  }
   // The results back into each call's output.
   void scatter() const {
+    walk([&](const CollCall& c, uint64_t off, uint64_t n) { std::memcpy(c.recvbuf, buffer + off, n); });
+  }
+
+ private:
+  // fn(call, offset in the buffer, bytes) for each packed call, in order.
+  template <typename Fn>
+  void walk(Fn fn) const {
     uint64_t off = 0;
     for (const Deferred* d : calls) {
-      uint64_t bytes = d->call.count * strata_datatype_size(d->call.datatype);
-      std::memcpy(d->call.recvbuf, buffer + off, bytes);
-      off += bytes;
+      const uint64_t n = d->call.count * strata_datatype_size(d->call.datatype);
+      fn(d->call, off, n);
+      off += n;
     }
   }
 };
@@ -124,13 +136,7 @@ Status issueQueue(std::vector<Deferred>& queue, strata_comm** failedComm) {
     auto flush = [&] {
       if (pending->calls.size() == 1) submit(comm, pending->calls[0]->call, nullptr);
       if (pending->calls.size() > 1) {
-        pending->buffer = tFusionBuffers.get(fusions.size(), pending->bytes);
-        uint64_t off = 0;
-        for (const Deferred* d : pending->calls) {
-          uint64_t bytes = d->call.count * strata_datatype_size(d->call.datatype);
-          std::memcpy(pending->buffer + off, d->call.sendbuf, bytes);
-          off += bytes;
-        }
+        pending->pack(tFusionBuffers.get(fusions.size(), pending->bytes));
         CollCall call = pending->calls[0]->call;
         call.sendbuf = call.recvbuf = pending->buffer;
         call.count = pending->bytes / strata_datatype_size(call.datatype);

@@ -1,7 +1,6 @@
 #include "comm.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <unordered_map>
 
@@ -55,9 +54,8 @@ Status Comm::init(const boot::BootstrapConfig& config) {
 
   const auto& hosts = bootstrap_->hosts();
   std::unordered_map<std::string, int> ranksPerHost;
-  auto hostKey = [](const topo::HostInfo& h) { return std::string(h.hostId, strnlen(h.hostId, sizeof(h.hostId))); };
-  for (const auto& h : hosts) ++ranksPerHost[hostKey(h)];
-  auto ranksOnHostOf = [&](const topo::HostInfo& h) { return ranksPerHost[hostKey(h)]; };
+  for (const auto& h : hosts) ++ranksPerHost[topo::hostKey(h)];
+  auto ranksOnHostOf = [&](const topo::HostInfo& h) { return ranksPerHost[topo::hostKey(h)]; };
   const int localRanks = ranksOnHostOf(self);
   // Every rank's plans assume the same channel count, so the automatic choice
   // is the smallest any rank would make from its own cores (all ranks know
@@ -150,7 +148,6 @@ Status Comm::submit(const CollCall& call, bool callerWaits, Request* request) {
   shape.elemSize = strata_datatype_size(call.datatype);
   PlanChoice choice;
   STRATA_CHECK(planner_.plan(call, shape, tuning_, plans_, &choice));
-  lastAlgo_ = choice.algo;
 
   OpContext ctx;
   ctx.input = static_cast<const char*>(call.sendbuf);
@@ -178,6 +175,9 @@ Status Comm::submit(const CollCall& call, bool callerWaits, Request* request) {
 }
 
 Status Comm::submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Request* request) {
+  if (ops.size() > UINT16_MAX)  // Step::msg is 16 bits
+    return STRATA_ERROR(STRATA_ERR_INVALID_USAGE, "a group holds at most %d sends and receives",
+                        UINT16_MAX);
   // Every message moves as bytes; each has its own buffers and tag.
   request->messages.clear();
   p2pSpec_.clear();
@@ -213,9 +213,6 @@ Status Comm::submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Reques
     request->messages.push_back({static_cast<const char*>(s.sendbuf), static_cast<char*>(r.recvbuf), {}});
     p2pSpec_.copies.push_back({rank_, msg, 0, 0, bytes});
   }
-  if (request->messages.size() > UINT16_MAX)
-    return STRATA_ERROR(STRATA_ERR_INVALID_USAGE, "a group holds at most %d sends and receives",
-                        UINT16_MAX);
 
   PlanShape shape = shape_;
   shape.elemSize = 1;

@@ -3,13 +3,12 @@
 // been validated by the C API layer (api.cc).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <array>
 
 #include "bootstrap.h"
 #include "channel.h"
@@ -45,8 +44,6 @@ class Comm final : public FailureSink {
   };
   Status submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Request* request);
 
-  // Last algorithm chosen for a collective on this rank (strata-perf -A).
-  const char* lastAlgo() const { return lastAlgo_; }
   // Drives every channel until the request is done; returns its status.
   Status wait(Request& request);
   // Drives every channel once; true if the request is done.
@@ -90,7 +87,6 @@ class Comm final : public FailureSink {
   // A barrier's result byte: one per queue entry, so barriers in flight
   // never share one.
   std::array<uint8_t, Channel::kDepth> barrierBytes_{};
-  const char* lastAlgo_ = "";
   Planner planner_;
   ExchangeSpec p2pSpec_;  // scratch for groups
 
