@@ -8,6 +8,9 @@ packages=(
   libgtest-dev libgmock-dev                     # tests
   libbenchmark-dev                              # kernel microbenchmarks
   libopenmpi-dev openmpi-bin                    # bench/compare's MPI reference
+  libpmix-dev                                   # strata_comm_init_world under mpirun / srun
+  python3-numpy                                 # Python bindings' tests
+  python3-torch libtorch-dev pybind11-dev python3-dev  # PyTorch backend
   libgloo-dev iperf3                            # bench/compare-net's references
   iproute2 nftables                             # multi-host tests in network namespaces
 )

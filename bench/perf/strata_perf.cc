@@ -112,7 +112,7 @@ bool parseSize(const char* text, size_t* out) {
                "          [-n iters] [-w warmup_iters] [-c 0|1] [-d datatype] [-o op] [-r root]\n"
                "  collective          all_reduce (default), broadcast, reduce, all_gather, reduce_scatter,\n"
                "                      alltoall, sendrecv; --all runs each in turn\n"
-               "  --ranks N           fork N local ranks (else join via RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT)\n"
+               "  --ranks N           fork N local ranks (else join the launcher's job: mpirun/srun, or RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT)\n"
                "  -b/--minbytes       smallest size in bytes (K/M/G suffixes), default 8\n"
                "  -e/--maxbytes       largest size, default 256M\n"
                "  -f/--stepfactor     multiply the size by this each row, default 2\n"
@@ -555,9 +555,9 @@ int main(int argc, char** argv) {
   Options o = parseOptions(argc, argv);
   if (o.ranks > 0) return forkRanks(o);
   strata_comm_t comm;
-  if (strata_comm_init_env(&comm) != STRATA_SUCCESS) {
-    std::fprintf(stderr, "strata-perf: %s\n(use --ranks N to fork local ranks, or set RANK, WORLD_SIZE, "
-                 "MASTER_ADDR and MASTER_PORT)\n", strata_last_error());
+  if (strata_comm_init_world(&comm) != STRATA_SUCCESS) {
+    std::fprintf(stderr, "strata-perf: %s\n(use --ranks N to fork local ranks, run under mpirun, or set "
+                 "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT)\n", strata_last_error());
     return 1;
   }
   return runWithComm(o, comm);

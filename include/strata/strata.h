@@ -117,6 +117,15 @@ STRATA_API strata_result_t strata_comm_init_rank_nonblocking(strata_comm_t* comm
  * MASTER_PORT (LOCAL_RANK is optional). Rank 0 listens on MASTER_ADDR:MASTER_PORT. */
 STRATA_API strata_result_t strata_comm_init_env(strata_comm_t* comm);
 
+/* Initialises a communicator over every process of the job, from whatever
+ * launched it: under mpirun or srun --mpi=pmix (PMIX_NAMESPACE set) rank, size
+ * and rank 0's bootstrap address come from PMIx, with no id to pass around;
+ * otherwise from torchrun's variables as strata_comm_init_env. Collective over
+ * the whole job; every call makes a new communicator. STRATA_ERR_INVALID_USAGE
+ * when no launcher is found, when PMIx is needed but strata was built without
+ * it, or when the launcher's variables disagree (WORLD_SIZE vs PMIx's size). */
+STRATA_API strata_result_t strata_comm_init_world(strata_comm_t* comm);
+
 /* Frees the communicator. Collective in spirit: call it on every rank once all
  * operations are done. Safe after an error. Requests still outstanding then
  * complete with an error (strata_test/strata_wait them to free them); the

@@ -6,12 +6,15 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
+#include <string>
 #include <thread>
 
 #include "api_state.h"
 #include "clock.h"
 #include "log.h"
 #include "params.h"
+#include "pmix_job.h"
 
 namespace strata::api {
 namespace {
@@ -28,6 +31,26 @@ Status parseEnvInt(const char* name, long minValue, long maxValue, long* out) {
     return STRATA_INVALID_ARG("environment variable %s='%s' is not an integer in %ld..%ld", name,
                               text, minValue, maxValue);
   *out = v;
+  return Status::ok();
+}
+
+// A fresh id whose listening socket this process keeps for its rank 0.
+Status newUniqueId(strata_unique_id_t* id) {
+  SockAddr addr;
+  STRATA_CHECK(net::defaultAdvertisedAddress(&addr));
+  int fd = -1;
+  STRATA_CHECK(net::listenOn(&addr, &fd));
+  boot::IdContents contents;
+  std::memset(&contents, 0, sizeof(contents));
+  if (getrandom(contents.secret, sizeof(contents.secret), 0) != sizeof(contents.secret)) {
+    close(fd);
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "getrandom failed: %s", errnoText(errno).c_str());
+  }
+  std::memcpy(&contents.root, &addr.storage, addr.len);
+  contents.rootLen = addr.len;
+  boot::rememberListener(addr, fd);
+  boot::encodeId(contents, id);
+  STRATA_INFO(BOOT, "unique id for rank 0 at %s", toString(addr).c_str());
   return Status::ok();
 }
 
@@ -123,6 +146,42 @@ Status initEnv(strata_comm_t* comm) {
   return initComm(comm, config);
 }
 
+// A launcher variable that, when set, must agree with what PMIx says.
+Status checkAgrees(const char* name, long pmixValue, const char* what) {
+  if (!std::getenv(name)) return Status::ok();
+  long v = 0;
+  STRATA_CHECK(parseEnvInt(name, 0, INT_MAX, &v));
+  if (v != pmixValue)
+    return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
+                        "environment variable %s=%ld disagrees with PMIx's %s %ld: two launchers?", name, v,
+                        what, pmixValue);
+  return Status::ok();
+}
+
+Status initWorld(strata_comm_t* comm) {
+  if (!comm) return STRATA_INVALID_ARG("comm (the output pointer) is NULL");
+  if (!launch::launchedByPmix()) {
+    if (std::getenv("RANK") || std::getenv("WORLD_SIZE")) return initEnv(comm);
+    return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
+                        "no launcher found: neither PMIx's PMIX_NAMESPACE (mpirun, srun --mpi=pmix) nor "
+                        "torchrun's RANK and WORLD_SIZE are set");
+  }
+  launch::PmixJob job;
+  STRATA_CHECK(launch::joinPmixJob(&job));
+  STRATA_CHECK(checkAgrees("WORLD_SIZE", job.size, "job size"));
+  STRATA_CHECK(checkAgrees("RANK", job.rank, "rank"));
+  log::setThreadRank(job.rank);
+  // Every rank makes its calls in the same order, so a per-process count
+  // names the same communicator on every rank.
+  static std::atomic<int> worldCount{0};
+  std::string key = "strata.world." + std::to_string(worldCount++);
+  strata_unique_id_t id;
+  std::memset(&id, 0, sizeof(id));
+  if (job.rank == 0) STRATA_CHECK(newUniqueId(&id));
+  STRATA_CHECK(launch::shareFromRankZero(job, key, &id, sizeof(id), params::timeout()));
+  return initRank(comm, job.size, id, job.rank);
+}
+
 }  // namespace
 
 Status ready(strata_comm* comm) {
@@ -184,23 +243,7 @@ STRATA_API const char* strata_comm_last_error(strata_comm_t comm) {
 STRATA_API strata_result_t strata_get_unique_id(strata_unique_id_t* id) {
   if (!id) return finish(STRATA_INVALID_ARG("id (the output pointer) is NULL"));
   api::reloadSettings();
-  SockAddr addr;
-  Status s = net::defaultAdvertisedAddress(&addr);
-  int fd = -1;
-  if (s.isOk()) s = net::listenOn(&addr, &fd);
-  if (!s.isOk()) return finish(s);
-  boot::IdContents contents;
-  std::memset(&contents, 0, sizeof(contents));
-  if (getrandom(contents.secret, sizeof(contents.secret), 0) != sizeof(contents.secret)) {
-    close(fd);
-    return finish(STRATA_ERROR(STRATA_ERR_SYSTEM, "getrandom failed: %s", errnoText(errno).c_str()));
-  }
-  std::memcpy(&contents.root, &addr.storage, addr.len);
-  contents.rootLen = addr.len;
-  boot::rememberListener(addr, fd);
-  boot::encodeId(contents, id);
-  STRATA_INFO(BOOT, "unique id for rank 0 at %s", toString(addr).c_str());
-  return STRATA_SUCCESS;
+  return finish(api::newUniqueId(id));
 }
 
 STRATA_API strata_result_t strata_comm_init_rank(strata_comm_t* comm, int nranks,
@@ -219,6 +262,11 @@ STRATA_API strata_result_t strata_comm_init_rank_nonblocking(strata_comm_t* comm
 STRATA_API strata_result_t strata_comm_init_env(strata_comm_t* comm) {
   api::reloadSettings();
   return finish(api::initEnv(comm));
+}
+
+STRATA_API strata_result_t strata_comm_init_world(strata_comm_t* comm) {
+  api::reloadSettings();
+  return finish(api::initWorld(comm));
 }
 
 STRATA_API strata_result_t strata_comm_destroy(strata_comm_t comm) {
