@@ -1,0 +1,513 @@
+#include "process_group_strata.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/ivalue.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+
+namespace strata::torch_backend {
+namespace {
+
+const char* kIdKey = "strata_unique_id";
+
+void checkTensor(const at::Tensor& t, const char* arg) {
+  TORCH_CHECK(t.device().is_cpu(), "strata backend: ", arg, " is on ", t.device(),
+              "; only CPU tensors are supported");
+  TORCH_CHECK(t.is_contiguous(), "strata backend: ", arg, " must be contiguous");
+  TORCH_CHECK(!t.is_sparse(), "strata backend: ", arg, " is sparse; only dense tensors are supported");
+}
+
+// The one tensor of a single-tensor call (torch passes a list for the
+// multi-device case, which CPU ranks never have).
+at::Tensor& single(std::vector<at::Tensor>& tensors, const char* arg) {
+  TORCH_CHECK(tensors.size() == 1, "strata backend: ", arg, " holds ", tensors.size(),
+              " tensors; exactly one per rank is supported");
+  checkTensor(tensors[0], arg);
+  return tensors[0];
+}
+
+strata_datatype_t reduceType(const at::Tensor& t, const char* arg) {
+  switch (t.scalar_type()) {
+    case at::kFloat: return STRATA_FLOAT32;
+    case at::kDouble: return STRATA_FLOAT64;
+    case at::kHalf: return STRATA_FLOAT16;
+    case at::kBFloat16: return STRATA_BFLOAT16;
+    case at::kChar: return STRATA_INT8;
+    case at::kByte: return STRATA_UINT8;
+    case at::kBool: return STRATA_UINT8;
+    case at::kInt: return STRATA_INT32;
+    case at::kLong: return STRATA_INT64;
+    default:
+      TORCH_CHECK(false, "strata backend: ", arg, " has dtype ", t.scalar_type(),
+                  ", which strata cannot reduce");
+  }
+}
+
+bool isBitwise(c10d::ReduceOp::RedOpType op) {
+  return op == c10d::ReduceOp::BAND || op == c10d::ReduceOp::BOR || op == c10d::ReduceOp::BXOR;
+}
+
+// Bitwise ops strata has no kernel for: all but and/or on booleans (min/max).
+bool needsFold(c10d::ReduceOp::RedOpType op, const at::Tensor& t) {
+  return isBitwise(op) && (t.scalar_type() != at::kBool || op == c10d::ReduceOp::BXOR);
+}
+
+// Booleans reduce as bytes holding 0 or 1: sum and bitwise or are max,
+// product and bitwise and are min (as NCCL's backend does).
+strata_op_t reduceOp(const c10d::ReduceOp& op, const at::Tensor& t) {
+  const bool boolean = t.scalar_type() == at::kBool;
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM: return boolean ? STRATA_MAX : STRATA_SUM;
+    case c10d::ReduceOp::PRODUCT: return boolean ? STRATA_MIN : STRATA_PROD;
+    case c10d::ReduceOp::MIN: return STRATA_MIN;
+    case c10d::ReduceOp::MAX: return STRATA_MAX;
+    case c10d::ReduceOp::BOR: return STRATA_MAX;
+    case c10d::ReduceOp::BAND: return STRATA_MIN;
+    case c10d::ReduceOp::AVG:
+      TORCH_CHECK(!boolean, "strata backend: ReduceOp.AVG is not defined for bool tensors");
+      return STRATA_AVG;
+    default:
+      TORCH_CHECK(false, "strata backend: ReduceOp ", static_cast<int>(op.op_),
+                  " is not supported here (PREMUL_SUM is NCCL's)");
+  }
+}
+
+size_t bytesOf(const at::Tensor& t) { return t.numel() * t.element_size(); }
+
+// A tensor's raw bytes: what data-movement collectives carry, whatever the dtype.
+void* bytes(const at::Tensor& t) { return t.data_ptr(); }
+
+c10::intrusive_ptr<StrataWork> newWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs) {
+  return c10::make_intrusive<StrataWork>(rank, type, std::move(outputs));
+}
+
+}  // namespace
+
+StrataWork::StrataWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+    : c10d::Work(rank, type),
+      outputs_(std::move(outputs)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+StrataWork::~StrataWork() = default;
+
+std::vector<at::Tensor> StrataWork::result() { return outputs_; }
+
+c10::intrusive_ptr<c10::ivalue::Future> StrataWork::getFuture() { return future_; }
+
+void StrataWork::complete(const std::string& error) {
+  keepAlive.clear();
+  if (error.empty()) {
+    future_->markCompleted(c10::IValue(outputs_));
+    finish();
+  } else {
+    auto eptr = std::make_exception_ptr(std::runtime_error("strata backend: " + error));
+    future_->setError(eptr);
+    finish(eptr);
+  }
+}
+
+ProcessGroupStrata::ProcessGroupStrata(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                       std::chrono::milliseconds timeout)
+    : c10d::ProcessGroup(rank, size) {
+  strata_unique_id_t id;
+  if (rank == 0) {
+    check(strata_get_unique_id(&id), "strata_get_unique_id");
+    store->set(kIdKey, std::vector<uint8_t>(id.internal, id.internal + sizeof(id.internal)));
+  } else {
+    store->wait({kIdKey}, timeout);
+    std::vector<uint8_t> got = store->get(kIdKey);
+    TORCH_CHECK(got.size() == sizeof(id.internal), "strata backend: the store holds a ", got.size(),
+                "-byte id under ", kIdKey, ", expected ", sizeof(id.internal));
+    std::memcpy(id.internal, got.data(), got.size());
+  }
+  check(strata_comm_init_rank(&comm_, size, id, rank), "strata_comm_init_rank");
+  completer_ = std::thread([this] { completionLoop(); });
+}
+
+ProcessGroupStrata::~ProcessGroupStrata() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  completer_.join();
+  strata_comm_destroy(comm_);
+}
+
+c10::intrusive_ptr<c10d::ProcessGroup> ProcessGroupStrata::create(const c10::intrusive_ptr<c10d::Store>& store,
+                                                                  int rank, int size,
+                                                                  const std::chrono::duration<float>& timeout) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  return c10::make_intrusive<ProcessGroupStrata>(store, rank, size, ms);
+}
+
+void ProcessGroupStrata::check(strata_result_t rc, const char* what) const {
+  if (rc == STRATA_SUCCESS) return;
+  const char* message = comm_ ? strata_comm_last_error(comm_) : "";
+  if (!*message) message = strata_last_error();
+  TORCH_CHECK(false, "strata backend: ", what, " failed (", strata_result_string(rc), "): ", message);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::track(c10::intrusive_ptr<StrataWork> work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_.push_back(work);
+  }
+  cv_.notify_one();
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::done(c10::intrusive_ptr<StrataWork> work) {
+  if (work->afterDone) work->afterDone();
+  work->complete("");
+  return work;
+}
+
+// Waits with strata_wait while one work is pending (it sleeps in strata's
+// wait policy); with several, tests them in turn so that a receive whose
+// sender is late does not hold back later sends.
+void ProcessGroupStrata::completionLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    cv_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
+    if (pending_.empty()) return;  // stopping, and everything drained
+    std::vector<c10::intrusive_ptr<StrataWork>> batch(pending_.begin(), pending_.end());
+    lock.unlock();
+    bool progressed = false;
+    for (auto& work : batch) {
+      std::string error;
+      bool finished = true;
+      for (strata_request_t& request : work->requests) {
+        if (!request) continue;
+        strata_result_t rc;
+        if (batch.size() == 1) {
+          rc = strata_wait(request);
+          request = nullptr;
+        } else {
+          int isDone = 0;
+          rc = strata_test(request, &isDone);
+          if (isDone) request = nullptr;
+          else finished = false;
+        }
+        if (rc != STRATA_SUCCESS && error.empty()) error = strata_last_error();
+      }
+      if (!finished) continue;
+      if (error.empty() && work->afterDone) work->afterDone();
+      work->complete(error);
+      progressed = true;
+      std::lock_guard<std::mutex> relock(mutex_);
+      for (auto it = pending_.begin(); it != pending_.end(); ++it)
+        if (*it == work) {
+          pending_.erase(it);
+          break;
+        }
+    }
+    if (!progressed) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    lock.lock();
+  }
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::broadcast(std::vector<at::Tensor>& tensors,
+                                                             const c10d::BroadcastOptions& opts) {
+  at::Tensor& t = single(tensors, "tensors");
+  TORCH_CHECK(opts.rootTensor == 0, "strata backend: rootTensor must be 0");
+  auto work = newWork(rank_, c10d::OpType::BROADCAST, tensors);
+  work->requests.resize(1);
+  check(strata_ibroadcast(bytes(t), bytes(t), bytesOf(t), STRATA_UINT8, static_cast<int>(opts.rootRank), comm_,
+                          &work->requests[0]),
+        "broadcast");
+  return track(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::allreduce(std::vector<at::Tensor>& tensors,
+                                                             const c10d::AllreduceOptions& opts) {
+  at::Tensor& t = single(tensors, "tensors");
+  if (needsFold(opts.reduceOp.op_, t)) return bitwiseAllreduce(t, opts.reduceOp.op_);
+  strata_datatype_t dt = reduceType(t, "tensors");
+  strata_op_t op = reduceOp(opts.reduceOp, t);
+  auto work = newWork(rank_, c10d::OpType::ALLREDUCE, tensors);
+  work->requests.resize(1);
+  check(strata_iallreduce(t.data_ptr(), t.data_ptr(), t.numel(), dt, op, comm_, &work->requests[0]), "allreduce");
+  return track(work);
+}
+
+// One strata group: strata packs small allreduces of one dtype and op into
+// one (tensor fusion, up to STRATA_FUSION_BYTES).
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  TORCH_CHECK(!isBitwise(opts.reduceOp.op_), "strata backend: bitwise ops are not supported by allreduce_coalesced");
+  for (const at::Tensor& t : tensors) checkTensor(t, "tensors");
+  auto work = newWork(rank_, c10d::OpType::ALLREDUCE_COALESCED, tensors);
+  check(strata_group_start(), "strata_group_start");
+  strata_result_t rc = STRATA_SUCCESS;
+  for (at::Tensor& t : tensors) {
+    rc = strata_allreduce(t.data_ptr(), t.data_ptr(), t.numel(), reduceType(t, "tensors"),
+                          reduceOp(opts.reduceOp, t), comm_);
+    if (rc != STRATA_SUCCESS) break;
+  }
+  strata_result_t end = strata_group_end();
+  check(rc != STRATA_SUCCESS ? rc : end, "allreduce_coalesced");
+  return done(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::reduce(std::vector<at::Tensor>& tensors,
+                                                          const c10d::ReduceOptions& opts) {
+  at::Tensor& t = single(tensors, "tensors");
+  TORCH_CHECK(opts.rootTensor == 0, "strata backend: rootTensor must be 0");
+  if (needsFold(opts.reduceOp.op_, t)) {
+    at::Tensor copy = opts.rootRank == rank_ ? t : t.clone();
+    return bitwiseAllreduce(copy, opts.reduceOp.op_);
+  }
+  auto work = newWork(rank_, c10d::OpType::REDUCE, tensors);
+  work->requests.resize(1);
+  check(strata_ireduce(t.data_ptr(), t.data_ptr(), t.numel(), reduceType(t, "tensors"), reduceOp(opts.reduceOp, t),
+                       static_cast<int>(opts.rootRank), comm_, &work->requests[0]),
+        "reduce");
+  return track(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::bitwiseAllreduce(at::Tensor& tensor,
+                                                                    c10d::ReduceOp::RedOpType op) {
+  TORCH_CHECK(at::isIntegralType(tensor.scalar_type(), /*includeBool=*/true),
+              "strata backend: bitwise ops need integer tensors, not ", tensor.scalar_type());
+  at::Tensor all = at::empty({getSize(), tensor.numel()}, tensor.options());
+  auto work = newWork(rank_, c10d::OpType::ALLREDUCE, {tensor});
+  work->requests.resize(1);
+  check(strata_iallgather(bytes(tensor), bytes(all), bytesOf(tensor), STRATA_UINT8, comm_, &work->requests[0]),
+        "allreduce (bitwise, as an allgather)");
+  work->keepAlive = {all, tensor};
+  work->afterDone = [all, tensor, op]() mutable {
+    at::Tensor acc = all[0].clone();
+    for (int64_t r = 1; r < all.size(0); ++r) {
+      if (op == c10d::ReduceOp::BAND) acc.bitwise_and_(all[r]);
+      else if (op == c10d::ReduceOp::BOR) acc.bitwise_or_(all[r]);
+      else acc.bitwise_xor_(all[r]);
+    }
+    tensor.view(-1).copy_(acc);
+  };
+  return track(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                             std::vector<at::Tensor>& inputs,
+                                                             const c10d::AllgatherOptions&) {
+  at::Tensor& in = single(inputs, "input_tensor");
+  TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(getSize()),
+              "strata backend: tensor_list must hold world_size (", getSize(), ") tensors");
+  for (const at::Tensor& o : outputs[0]) {
+    checkTensor(o, "tensor_list");
+    TORCH_CHECK(o.numel() == in.numel() && o.scalar_type() == in.scalar_type(),
+                "strata backend: every tensor of tensor_list must match input_tensor's size and dtype");
+  }
+  at::Tensor flat = at::empty({getSize(), in.numel()}, in.options());
+  auto work = newWork(rank_, c10d::OpType::ALLGATHER, outputs[0]);
+  work->requests.resize(1);
+  check(strata_iallgather(bytes(in), bytes(flat), bytesOf(in), STRATA_UINT8, comm_, &work->requests[0]),
+        "allgather");
+  work->keepAlive = {flat, in};
+  std::vector<at::Tensor> outs = outputs[0];
+  work->afterDone = [flat, outs]() mutable {
+    for (size_t r = 0; r < outs.size(); ++r) outs[r].view(-1).copy_(flat[r]);
+  };
+  return track(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                                                   const c10d::AllgatherOptions&) {
+  checkTensor(output, "output_tensor");
+  checkTensor(input, "input_tensor");
+  TORCH_CHECK(output.numel() == input.numel() * getSize() && output.scalar_type() == input.scalar_type(),
+              "strata backend: output_tensor must hold world_size times input_tensor's elements, same dtype");
+  auto work = newWork(rank_, c10d::OpType::_ALLGATHER_BASE, {output});
+  work->requests.resize(1);
+  check(strata_iallgather(bytes(input), bytes(output), bytesOf(input), STRATA_UINT8, comm_, &work->requests[0]),
+        "_allgather_base");
+  work->keepAlive = {input};
+  return track(work);
+}
+
+// gather and scatter are one group of sends and receives around the root.
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                          std::vector<at::Tensor>& inputs,
+                                                          const c10d::GatherOptions& opts) {
+  at::Tensor& in = single(inputs, "tensor");
+  const int root = static_cast<int>(opts.rootRank);
+  TORCH_CHECK(root >= 0 && root < getSize(), "strata backend: dst=", root, " is not a rank");
+  std::vector<at::Tensor> outs;
+  if (rank_ == root) {
+    TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(getSize()),
+                "strata backend: gather_list must hold world_size (", getSize(), ") tensors on the root");
+    outs = outputs[0];
+    for (const at::Tensor& o : outs) {
+      checkTensor(o, "gather_list");
+      TORCH_CHECK(bytesOf(o) == bytesOf(in), "strata backend: gather_list's tensors must match tensor's size");
+    }
+  }
+  auto work = newWork(rank_, c10d::OpType::GATHER, outs);
+  check(strata_group_start(), "strata_group_start");
+  strata_result_t rc = strata_send(bytes(in), bytesOf(in), STRATA_UINT8, root, comm_);
+  for (int r = 0; r < getSize() && rank_ == root && rc == STRATA_SUCCESS; ++r)
+    rc = strata_recv(bytes(outs[r]), bytesOf(outs[r]), STRATA_UINT8, r, comm_);
+  strata_result_t end = strata_group_end();
+  check(rc != STRATA_SUCCESS ? rc : end, "gather");
+  return done(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::scatter(std::vector<at::Tensor>& outputs,
+                                                           std::vector<std::vector<at::Tensor>>& inputs,
+                                                           const c10d::ScatterOptions& opts) {
+  at::Tensor& out = single(outputs, "tensor");
+  const int root = static_cast<int>(opts.rootRank);
+  TORCH_CHECK(root >= 0 && root < getSize(), "strata backend: src=", root, " is not a rank");
+  std::vector<at::Tensor> ins;
+  if (rank_ == root) {
+    TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(getSize()),
+                "strata backend: scatter_list must hold world_size (", getSize(), ") tensors on the root");
+    ins = inputs[0];
+    for (const at::Tensor& i : ins) {
+      checkTensor(i, "scatter_list");
+      TORCH_CHECK(bytesOf(i) == bytesOf(out), "strata backend: scatter_list's tensors must match tensor's size");
+    }
+  }
+  auto work = newWork(rank_, c10d::OpType::SCATTER, outputs);
+  check(strata_group_start(), "strata_group_start");
+  strata_result_t rc = STRATA_SUCCESS;
+  for (int r = 0; r < getSize() && rank_ == root && rc == STRATA_SUCCESS; ++r)
+    rc = strata_send(bytes(ins[r]), bytesOf(ins[r]), STRATA_UINT8, r, comm_);
+  if (rc == STRATA_SUCCESS) rc = strata_recv(bytes(out), bytesOf(out), STRATA_UINT8, root, comm_);
+  strata_result_t end = strata_group_end();
+  check(rc != STRATA_SUCCESS ? rc : end, "scatter");
+  return done(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                                  std::vector<std::vector<at::Tensor>>& inputs,
+                                                                  const c10d::ReduceScatterOptions& opts) {
+  at::Tensor& out = single(outputs, "output");
+  TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(getSize()),
+              "strata backend: input_list must hold world_size (", getSize(), ") tensors");
+  for (const at::Tensor& i : inputs[0]) {
+    checkTensor(i, "input_list");
+    TORCH_CHECK(i.numel() == out.numel() && i.scalar_type() == out.scalar_type(),
+                "strata backend: every tensor of input_list must match output's size and dtype");
+  }
+  // strata reads the blocks from one buffer; the copy is the price of torch's list form.
+  at::Tensor flat = at::stack(inputs[0]);
+  return _reduce_scatter_base(out, flat, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                                        const c10d::ReduceScatterOptions& opts) {
+  checkTensor(output, "output");
+  checkTensor(input, "input");
+  TORCH_CHECK(input.numel() == output.numel() * getSize() && output.scalar_type() == input.scalar_type(),
+              "strata backend: input must hold world_size times output's elements, same dtype");
+  TORCH_CHECK(!needsFold(opts.reduceOp.op_, output),
+              "strata backend: bitwise ops are not supported by reduce_scatter");
+  auto work = newWork(rank_, c10d::OpType::REDUCE_SCATTER, {output});
+  work->requests.resize(1);
+  check(strata_ireduce_scatter(input.data_ptr(), output.data_ptr(), output.numel(), reduceType(output, "output"),
+                               reduceOp(opts.reduceOp, output), comm_, &work->requests[0]),
+        "reduce_scatter");
+  work->keepAlive = {input};
+  return track(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                                 std::vector<int64_t>& outputSplits,
+                                                                 std::vector<int64_t>& inputSplits,
+                                                                 const c10d::AllToAllOptions&) {
+  checkTensor(output, "output");
+  checkTensor(input, "input");
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "strata backend: output and input dtypes differ");
+  const size_t n = getSize();
+  auto work = newWork(rank_, c10d::OpType::ALLTOALL_BASE, {output});
+  work->requests.resize(1);
+  work->keepAlive = {input};
+  if (outputSplits.empty() && inputSplits.empty()) {
+    TORCH_CHECK(input.numel() == output.numel() && input.numel() % n == 0,
+                "strata backend: input and output must have the same size, divisible by world_size");
+    check(strata_ialltoall(bytes(input), bytes(output), bytesOf(input) / n, STRATA_UINT8, comm_,
+                           &work->requests[0]),
+          "alltoall_base");
+    return track(work);
+  }
+  // Splits count rows of dim 0; strata counts bytes.
+  auto toBytes = [n](const at::Tensor& t, const std::vector<int64_t>& splits, const char* arg,
+                     std::vector<size_t>* counts, std::vector<size_t>* displs) {
+    const size_t rowBytes = t.dim() > 0 && t.size(0) > 0 ? bytesOf(t) / t.size(0) : 0;
+    std::vector<int64_t> rows = splits;
+    if (rows.empty()) {
+      TORCH_CHECK(t.dim() > 0 && t.size(0) % n == 0, "strata backend: ", arg, "'s first dimension must divide by world_size");
+      rows.assign(n, t.dim() > 0 ? t.size(0) / n : 0);
+    }
+    TORCH_CHECK(rows.size() == n, "strata backend: ", arg, " split sizes must have world_size entries");
+    size_t at = 0;
+    for (int64_t r : rows) {
+      TORCH_CHECK(r >= 0, "strata backend: ", arg, " split sizes must not be negative");
+      counts->push_back(static_cast<size_t>(r) * rowBytes);
+      displs->push_back(at);
+      at += counts->back();
+    }
+    TORCH_CHECK(at <= bytesOf(t), "strata backend: ", arg, " split sizes exceed the tensor");
+  };
+  // strata plans the exchange before returning: the lists need not outlive the call.
+  std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+  toBytes(input, inputSplits, "input", &sendCounts, &sendDispls);
+  toBytes(output, outputSplits, "output", &recvCounts, &recvDispls);
+  check(strata_ialltoallv(bytes(input), sendCounts.data(), sendDispls.data(), bytes(output), recvCounts.data(),
+                          recvDispls.data(), STRATA_UINT8, comm_, &work->requests[0]),
+        "alltoall_base");
+  return track(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::alltoall(std::vector<at::Tensor>& outputs,
+                                                            std::vector<at::Tensor>& inputs,
+                                                            const c10d::AllToAllOptions&) {
+  const size_t n = getSize();
+  TORCH_CHECK(outputs.size() == n && inputs.size() == n,
+              "strata backend: output_tensor_list and input_tensor_list must hold world_size tensors");
+  for (size_t r = 0; r < n; ++r) {
+    checkTensor(outputs[r], "output_tensor_list");
+    checkTensor(inputs[r], "input_tensor_list");
+  }
+  auto work = newWork(rank_, c10d::OpType::ALLTOALL, outputs);
+  check(strata_group_start(), "strata_group_start");
+  strata_result_t rc = STRATA_SUCCESS;
+  for (size_t r = 0; r < n && rc == STRATA_SUCCESS; ++r) {
+    rc = strata_send(bytes(inputs[r]), bytesOf(inputs[r]), STRATA_UINT8, static_cast<int>(r), comm_);
+    if (rc == STRATA_SUCCESS)
+      rc = strata_recv(bytes(outputs[r]), bytesOf(outputs[r]), STRATA_UINT8, static_cast<int>(r), comm_);
+  }
+  strata_result_t end = strata_group_end();
+  check(rc != STRATA_SUCCESS ? rc : end, "alltoall");
+  return done(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::send(std::vector<at::Tensor>& tensors, int dst, int) {
+  at::Tensor& t = single(tensors, "tensor");
+  auto work = newWork(rank_, c10d::OpType::SEND, {});
+  work->requests.resize(1);
+  check(strata_isend(bytes(t), bytesOf(t), STRATA_UINT8, dst, comm_, &work->requests[0]), "send");
+  work->keepAlive = {t};
+  return track(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::recv(std::vector<at::Tensor>& tensors, int src, int) {
+  at::Tensor& t = single(tensors, "tensor");
+  auto work = newWork(rank_, c10d::OpType::RECV, tensors);
+  work->requests.resize(1);
+  check(strata_irecv(bytes(t), bytesOf(t), STRATA_UINT8, src, comm_, &work->requests[0]), "recv");
+  return track(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::barrier(const c10d::BarrierOptions&) {
+  auto work = newWork(rank_, c10d::OpType::BARRIER, {});
+  work->requests.resize(1);
+  check(strata_ibarrier(comm_, &work->requests[0]), "barrier");
+  return track(work);
+}
+
+}  // namespace strata::torch_backend

@@ -1,0 +1,120 @@
+// torch.distributed's "strata" backend: a c10d::ProcessGroup over strata's C
+// API, for CPU tensors (PyTorch 1.13's ProcessGroup interface).
+//
+// Collectives are issued non-blocking (strata_i*) from the caller's thread and
+// handed to the group's completion thread, which finishes each Work and its
+// future when strata's request completes; so DDP's bucket allreduces overlap
+// the rest of the backward pass, and get_future() completes without anyone
+// calling wait(). Operations strata runs only as a blocking group (several
+// tensors at once, list forms of alltoall, gather, scatter) and the bitwise
+// reductions (an allgather folded locally) complete before the call returns.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "strata/strata.h"
+
+namespace strata::torch_backend {
+
+// One operation: strata's requests, the tensors torch reads back as the
+// result, and what to do once the requests are done (copy a gathered buffer
+// into the caller's tensors, for instance).
+class StrataWork : public c10d::Work {
+ public:
+  StrataWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
+  ~StrataWork() override;
+
+  std::vector<at::Tensor> result() override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+  // Marks the work and its future done (error: the message of the failure).
+  void complete(const std::string& error);
+
+  std::vector<strata_request_t> requests;
+  std::function<void()> afterDone;  // runs on success, before completion
+  std::vector<at::Tensor> keepAlive;  // buffers strata reads or writes until done
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+class ProcessGroupStrata : public c10d::ProcessGroup {
+ public:
+  // Collective over the group: rank 0 makes a unique id and passes it through
+  // the store torch gives every backend.
+  ProcessGroupStrata(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                     std::chrono::milliseconds timeout);
+  ~ProcessGroupStrata() override;
+
+  // torch.distributed's creator function for Backend.register_backend.
+  static c10::intrusive_ptr<c10d::ProcessGroup> create(const c10::intrusive_ptr<c10d::Store>& store,
+                                                       int rank, int size,
+                                                       const std::chrono::duration<float>& timeout);
+
+  const std::string getBackendName() const override { return "strata"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& outputSplits,
+                                               std::vector<int64_t>& inputSplits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  // Messages between two ranks match in posting order; tags are not matched.
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+ private:
+  // Hands a work whose requests are in flight to the completion thread.
+  c10::intrusive_ptr<c10d::Work> track(c10::intrusive_ptr<StrataWork> work);
+  // A work already done (blocking forms); runs its afterDone.
+  c10::intrusive_ptr<c10d::Work> done(c10::intrusive_ptr<StrataWork> work);
+  void completionLoop();
+  // Throws torch's error with strata's message when rc is a failure.
+  void check(strata_result_t rc, const char* what) const;
+  // A fold of every rank's tensor by a bitwise op, which strata lacks.
+  c10::intrusive_ptr<c10d::Work> bitwiseAllreduce(at::Tensor& tensor, c10d::ReduceOp::RedOpType op);
+
+  strata_comm_t comm_ = nullptr;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<c10::intrusive_ptr<StrataWork>> pending_;
+  bool stopping_ = false;
+  std::thread completer_;
+};
+
+}  // namespace strata::torch_backend
