@@ -9,7 +9,9 @@
  *
  * Threading: calls on one communicator must be issued in the same order on
  * every rank, from one thread at a time (as with NCCL and MPI). Different
- * communicators may be used from different threads.
+ * communicators may be used from different threads. strata_test and
+ * strata_wait may complete a request on another thread than the one issuing
+ * calls (a completion thread, as the PyTorch backend has).
  */
 #ifndef STRATA_STRATA_H
 #define STRATA_STRATA_H

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collective_checks.h"
@@ -289,6 +291,61 @@ TEST(Communicators, AbortAndDestroyWithPendingRequests) {
       }
     }, env));
   }
+}
+
+// The torch backend's pattern: one thread issues non-blocking collectives
+// (and blocking groups) while another tests and waits on their requests.
+TEST(Requests, CompletedByAnotherThreadWhileTheOwnerIssues) {
+  expectAllPassed(runRanks(3, 120, [](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm;
+    if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
+    constexpr int kOps = 60;
+    constexpr size_t kCount = 5000;
+    std::vector<std::vector<double>> bufs(kOps, std::vector<double>(kCount));
+    std::vector<strata_request_t> requests(kOps, nullptr);
+    std::vector<std::atomic<bool>> issued(kOps);
+    std::vector<strata_result_t> results(kOps, STRATA_SUCCESS);
+    std::thread completer([&] {
+      for (int i = 0; i < kOps; ++i) {
+        while (!issued[i].load(std::memory_order_acquire)) std::this_thread::yield();
+        int done = 0;
+        // Alternate test loops and waits, as the backend does.
+        if (i % 2) {
+          while (!done) results[i] = strata_test(requests[i], &done);
+        } else {
+          results[i] = strata_wait(requests[i]);
+        }
+      }
+    });
+    double groupSum[2] = {1.0 + rank, 2.0 * rank};
+    for (int i = 0; i < kOps; ++i) {
+      for (size_t k = 0; k < kCount; ++k) bufs[i][k] = rank * 1000.0 + i + static_cast<double>(k);
+      if (!rep.ok(strata_iallreduce(bufs[i].data(), bufs[i].data(), kCount, STRATA_FLOAT64, STRATA_SUM, comm,
+                                    &requests[i]),
+                  comm, "iallreduce"))
+        break;
+      issued[i].store(true, std::memory_order_release);
+      if (i % 10 == 0) {  // a blocking group in between, on the owner's thread
+        strata_group_start();
+        strata_allreduce(&groupSum[0], &groupSum[0], 1, STRATA_FLOAT64, STRATA_SUM, comm);
+        strata_allreduce(&groupSum[1], &groupSum[1], 1, STRATA_FLOAT64, STRATA_MAX, comm);
+        rep.ok(strata_group_end(), comm, "group_end");
+      }
+    }
+    for (int i = 0; i < kOps; ++i) issued[i].store(true, std::memory_order_release);
+    completer.join();
+    for (int i = 0; i < kOps; ++i) {
+      if (results[i] != STRATA_SUCCESS) {
+        rep.fail("request %d: %s", i, strata_result_string(results[i]));
+        continue;
+      }
+      for (size_t k = 0; k < kCount; k += 997) {
+        double want = 1000.0 * n * (n - 1) / 2 + n * (i + static_cast<double>(k));
+        if (bufs[i][k] != want) rep.fail("allreduce %d element %zu: %g, expected %g", i, k, bufs[i][k], want);
+      }
+    }
+    strata_comm_destroy(comm);
+  }));
 }
 
 // Bad arguments: the documented code, a message naming the argument, and the
