@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -26,10 +27,17 @@ unsigned long long namespaceInode(const char* path) {
   return stat(path, &st) == 0 ? static_cast<unsigned long long>(st.st_ino) : 0ull;
 }
 
-int cpusAllowed() {
+// Fills the mask and returns the number of cores in it.
+int cpusAllowed(uint64_t* mask) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    const int n = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    for (int c = 0; c < n && c < kCpuMaskWords * 64; ++c) mask[c / 64] |= 1ull << (c % 64);
+    return n;
+  }
+  for (int c = 0; c < kCpuMaskWords * 64 && c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) mask[c / 64] |= 1ull << (c % 64);
   return CPU_COUNT(&set);
 }
 
@@ -51,7 +59,7 @@ HostInfo probeHost() {
   }
   info.pid = static_cast<int32_t>(getpid());
   info.pidNamespace = namespaceInode("/proc/self/ns/pid");
-  info.cpusAllowed = cpusAllowed();
+  info.cpusAllowed = cpusAllowed(info.cpuMask);
   STRATA_INFO(TOPO, "host id '%s', %d cores in the affinity mask", info.hostId, info.cpusAllowed);
   return info;
 }
@@ -61,5 +69,18 @@ bool sameHost(const HostInfo& a, const HostInfo& b) {
 }
 
 std::string hostKey(const HostInfo& h) { return std::string(h.hostId, strnlen(h.hostId, kHostIdBytes)); }
+
+int coresOfHost(const std::vector<HostInfo>& all, const HostInfo& h) {
+  uint64_t mask[kCpuMaskWords] = {};
+  int largest = 0;  // a mask reaching past core 1023 still counts its cores
+  for (const HostInfo& other : all) {
+    if (!sameHost(other, h)) continue;
+    for (int w = 0; w < kCpuMaskWords; ++w) mask[w] |= other.cpuMask[w];
+    largest = std::max(largest, static_cast<int>(other.cpusAllowed));
+  }
+  int cores = 0;
+  for (uint64_t w : mask) cores += __builtin_popcountll(w);
+  return std::max(cores, largest);
+}
 
 }  // namespace strata::topo

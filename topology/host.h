@@ -8,10 +8,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace strata::topo {
 
 constexpr size_t kHostIdBytes = 64;
+constexpr int kCpuMaskWords = 16;  // cores 0..1023; more are not counted
 
 struct HostInfo {
   // hostname, kernel boot id and network namespace inode, or STRATA_HOSTID.
@@ -22,6 +24,7 @@ struct HostInfo {
   int32_t pid;
   uint64_t pidNamespace;  // pids of peers mean something only in the same one
   int32_t cpusAllowed;  // cores in this process's affinity mask
+  uint64_t cpuMask[kCpuMaskWords];  // which ones
 };
 
 HostInfo probeHost();
@@ -29,5 +32,10 @@ HostInfo probeHost();
 bool sameHost(const HostInfo& a, const HostInfo& b);
 // The host id as a string: equal for two HostInfos exactly when sameHost.
 std::string hostKey(const HostInfo& h);
+
+// Cores the ranks on h's host may run on together: the union of their
+// affinity masks. Ranks a launcher binds to a core each see one core in
+// their own mask, yet do not share it.
+int coresOfHost(const std::vector<HostInfo>& all, const HostInfo& h);
 
 }  // namespace strata::topo

@@ -64,9 +64,9 @@ Status Comm::init(const boot::BootstrapConfig& config) {
   if (nchannels == 0) {
     nchannels = 4;
     for (const auto& h : hosts)
-      nchannels = std::min(nchannels, std::clamp(h.cpusAllowed / std::max(1, ranksOnHostOf(h)), 1, 4));
+      nchannels = std::min(nchannels, std::clamp(topo::coresOfHost(hosts, h) / std::max(1, ranksOnHostOf(h)), 1, 4));
   }
-  spins_ = chooseSpins(params::spinCount(), localRanks, self.cpusAllowed);
+  spins_ = chooseSpins(params::spinCount(), localRanks, topo::coresOfHost(hosts, self));
   shape_ = PlanShape{rank_, nranks_, nchannels, static_cast<size_t>(slotBytes), 0};
   sendSeq_.assign(nranks_, 0);
   recvSeq_.assign(nranks_, 0);
@@ -91,9 +91,9 @@ Status Comm::init(const boot::BootstrapConfig& config) {
   }
   threads_ = std::make_unique<ProgressThreads>(channels_, *this, static_cast<int>(params::nthreads()),
                                                spins_, rank_);
-  STRATA_INFO(INIT, "rank %d of %d: %d local ranks, %d cores, %d channels, %lld threads, spin %lld, "
-              "%lld slots x %lld bytes, reduce isa %s",
-              rank_, nranks_, localRanks, self.cpusAllowed, nchannels,
+  STRATA_INFO(INIT, "rank %d of %d: %d local ranks on %d cores (%d in its own mask), %d channels, "
+              "%lld threads, spin %lld, %lld slots x %lld bytes, reduce isa %s",
+              rank_, nranks_, localRanks, topo::coresOfHost(hosts, self), self.cpusAllowed, nchannels,
               (long long)params::nthreads(), (long long)spins_, (long long)nslots,
               (long long)slotBytes, reduce::isaName(isa_));
   return Status::ok();

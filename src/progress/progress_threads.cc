@@ -24,9 +24,9 @@ constexpr int64_t kSocketSpins = 64;
 
 }  // namespace
 
-int64_t chooseSpins(int64_t configured, int localRanks, int cpusAllowed) {
+int64_t chooseSpins(int64_t configured, int localRanks, int hostCores) {
   if (configured >= 0) return configured;
-  return localRanks > cpusAllowed ? 0 : 20000;
+  return localRanks > hostCores ? 0 : 20000;
 }
 
 ProgressThreads::ProgressThreads(std::vector<Channel>& channels, FailureSink& comm, int nthreads,

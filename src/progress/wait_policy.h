@@ -30,6 +30,6 @@ class WaitPolicy {
 };
 
 // STRATA_SPIN, or the automatic choice from the host's load.
-int64_t chooseSpins(int64_t configured, int localRanks, int cpusAllowed);
+int64_t chooseSpins(int64_t configured, int localRanks, int hostCores);
 
 }  // namespace strata
