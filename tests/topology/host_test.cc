@@ -1,0 +1,45 @@
+// What a rank learns about its host: the affinity mask agrees with the
+// kernel's, and a host's cores are the union of its ranks' masks.
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include <cstring>
+#include <vector>
+
+#include "host.h"
+
+namespace strata::topo {
+namespace {
+
+HostInfo onHost(const char* id, std::vector<int> cores) {
+  HostInfo h;
+  std::memset(&h, 0, sizeof(h));
+  std::strncpy(h.hostId, id, sizeof(h.hostId) - 1);
+  for (int c : cores) h.cpuMask[c / 64] |= 1ull << (c % 64);
+  h.cpusAllowed = static_cast<int32_t>(cores.size());
+  return h;
+}
+
+TEST(Host, MaskMatchesTheKernel) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  HostInfo self = probeHost();
+  EXPECT_EQ(self.cpusAllowed, CPU_COUNT(&set));
+  for (int c = 0; c < kCpuMaskWords * 64; ++c)
+    EXPECT_EQ((self.cpuMask[c / 64] >> (c % 64)) & 1, CPU_ISSET(c, &set) ? 1u : 0u) << "core " << c;
+}
+
+TEST(Host, CoresOfHostAreTheUnionOfItsRanksMasks) {
+  // Two ranks bound one per core, two unbound ranks sharing four cores, and
+  // a rank on another host that must not count.
+  std::vector<HostInfo> all = {onHost("a", {0}), onHost("a", {1}), onHost("b", {0, 1, 2, 3}),
+                               onHost("b", {0, 1, 2, 3}), onHost("c", {5, 70, 700})};
+  EXPECT_EQ(coresOfHost(all, all[0]), 2);
+  EXPECT_EQ(coresOfHost(all, all[1]), 2);
+  EXPECT_EQ(coresOfHost(all, all[2]), 4);
+  EXPECT_EQ(coresOfHost(all, all[4]), 3);
+}
+
+}  // namespace
+}  // namespace strata::topo
