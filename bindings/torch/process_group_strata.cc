@@ -4,6 +4,8 @@
 #include <ATen/core/ivalue.h>
 
 #include <cstring>
+#include <exception>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -194,7 +196,12 @@ void ProcessGroupStrata::completionLoop() {
         if (rc != STRATA_SUCCESS && error.empty()) error = strata_last_error();
       }
       if (!finished) continue;
-      if (error.empty() && work->afterDone) work->afterDone();
+      // An exception must not leave this thread: it becomes the work's error.
+      try {
+        if (error.empty() && work->afterDone) work->afterDone();
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
       work->complete(error);
       progressed = true;
       std::lock_guard<std::mutex> relock(mutex_);
