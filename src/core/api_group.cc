@@ -64,8 +64,8 @@ struct Fusion {
   uint64_t bytes = 0;
   char* buffer = nullptr;  // inputs in call order, then the result
 
-  bool accepts(const Deferred& d, uint64_t bytes, uint64_t limit) const {
-    return d.call.coll == Coll::Allreduce && bytes <= limit &&
+  bool accepts(const Deferred& d, uint64_t bytes, uint64_t callLimit, uint64_t limit) const {
+    return d.call.coll == Coll::Allreduce && bytes <= callLimit &&
            (calls.empty() || (d.call.datatype == calls[0]->call.datatype &&
                               d.call.op == calls[0]->call.op && this->bytes + bytes <= limit));
   }
@@ -111,6 +111,11 @@ Status issueQueue(std::vector<Deferred>& queue, strata_comm** failedComm) {
     }
   };
   const uint64_t fusionLimit = static_cast<uint64_t>(std::max<int64_t>(0, params::fusionBytes()));
+  // A call joins a fusion only while its own latency outweighs copying it in
+  // and out: up to half the one-shot size (measured: 1.7x faster per call at
+  // 4 KiB, even at 8 KiB, 1.3x slower at 16 KiB, 2 ranks).
+  const uint64_t callLimit =
+      std::min<uint64_t>(fusionLimit, static_cast<uint64_t>(std::max<int64_t>(0, params::oneshotBytes())) / 2);
   std::vector<std::unique_ptr<Fusion>> fusions;  // those submitted, to scatter
   std::vector<Fusion*> fusionOf;                 // per request, or null
   // Starts one request with `start`; a request that fails to start is dropped.
@@ -153,8 +158,8 @@ Status issueQueue(std::vector<Deferred>& queue, strata_comm** failedComm) {
       }
       if (!d.arrays.empty()) bindArrays(d, comm->impl->size());
       const uint64_t bytes = d.call.count * strata_datatype_size(d.call.datatype);
-      if (!pending->accepts(d, bytes, fusionLimit)) flush();
-      if (pending->accepts(d, bytes, fusionLimit)) {
+      if (!pending->accepts(d, bytes, callLimit, fusionLimit)) flush();
+      if (pending->accepts(d, bytes, callLimit, fusionLimit)) {
         pending->calls.push_back(&d);
         pending->bytes += bytes;
       } else {
