@@ -54,7 +54,11 @@ Status joinPmixJob(PmixJob* job) {
   std::lock_guard<std::mutex> lock(gMutex);
   if (!gJoined) {
     pmix_status_t rc = PMIx_Init(&gSelf, nullptr, 0);
-    if (rc != PMIX_SUCCESS) return pmixError("PMIx_Init (is the launcher's PMIx server reachable?)", rc);
+    if (rc != PMIX_SUCCESS)
+      return STRATA_ERROR(STRATA_ERR_SYSTEM,
+                          "PMIX_NAMESPACE=%s says a PMIx launcher started this process, but PMIx_Init "
+                          "failed: %s (%d); is its server (mpirun, srun) still running and reachable?",
+                          std::getenv("PMIX_NAMESPACE"), PMIx_Error_string(rc), rc);
     // The launcher counts a process that initialised and exits without
     // finalising as failed, so finalise at exit (not earlier: later
     // communicators of this process use it again).

@@ -7,10 +7,11 @@
 //   world_test size-mismatch    under mpirun with WORLD_SIZE set wrongly:
 //                               init fails with INVALID_USAGE naming it.
 //   world_test no-launcher      with no launcher's variables: INVALID_USAGE.
+//   world_test no-server        PMIX_NAMESPACE set but no PMIx server: an
+//                               error naming the variable, not a hang.
 // Prints failures and exits non-zero on any.
 #include <unistd.h>
 
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -73,8 +74,19 @@ int main(int argc, char** argv) {
     for (const char* v : {"PMIX_NAMESPACE", "RANK", "WORLD_SIZE"}) unsetenv(v);
     return expectFailure(strata_comm_init_world(&comm), "no launcher");
   }
+  if (mode == "no-server") {
+    for (const char* v : {"PMIX_SERVER_URI4", "PMIX_SERVER_URI3", "PMIX_SERVER_URI2", "PMIX_SERVER_URI21",
+                          "PMIX_SERVER_URI41", "PMIX_RANK"})
+      unsetenv(v);
+    setenv("PMIX_NAMESPACE", "strata-test-no-such-job", 1);
+    strata_result_t rc = strata_comm_init_world(&comm);
+    if (rc != STRATA_SUCCESS && std::strstr(strata_last_error(), "PMIX_NAMESPACE")) return 0;
+    std::printf("FAIL: expected an error naming PMIX_NAMESPACE, got %s: %s\n", strata_result_string(rc),
+                strata_last_error());
+    return 1;
+  }
   if (mode != "collectives") {
-    std::fprintf(stderr, "usage: %s collectives|size-mismatch|no-launcher\n", argv[0]);
+    std::fprintf(stderr, "usage: %s collectives|size-mismatch|no-launcher|no-server\n", argv[0]);
     return 2;
   }
   Reporter rep(STDOUT_FILENO);
