@@ -81,6 +81,19 @@ size_t bytesOf(const at::Tensor& t) { return t.numel() * t.element_size(); }
 // A tensor's raw bytes: what data-movement collectives carry, whatever the dtype.
 void* bytes(const at::Tensor& t) { return t.data_ptr(); }
 
+// The root's list of `n` tensors of `bytes` bytes each; empty on other ranks.
+std::vector<at::Tensor> rootList(const std::vector<std::vector<at::Tensor>>& lists, bool isRoot, int n,
+                                 size_t bytes, const char* arg) {
+  if (!isRoot) return {};
+  TORCH_CHECK(lists.size() == 1 && lists[0].size() == static_cast<size_t>(n), "strata backend: ", arg,
+              " must hold world_size (", n, ") tensors on the root");
+  for (const at::Tensor& t : lists[0]) {
+    checkTensor(t, arg);
+    TORCH_CHECK(bytesOf(t) == bytes, "strata backend: ", arg, "'s tensors must match tensor's size");
+  }
+  return lists[0];
+}
+
 c10::intrusive_ptr<StrataWork> newWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs) {
   return c10::make_intrusive<StrataWork>(rank, type, std::move(outputs));
 }
@@ -150,6 +163,19 @@ void ProcessGroupStrata::check(strata_result_t rc, const char* what) const {
   const char* message = comm_ ? strata_comm_last_error(comm_) : "";
   if (!*message) message = strata_last_error();
   TORCH_CHECK(false, "strata backend: ", what, " failed (", strata_result_string(rc), "): ", message);
+}
+
+void ProcessGroupStrata::inGroup(const char* what, const std::function<strata_result_t()>& issue) {
+  check(strata_group_start(), "strata_group_start");
+  strata_result_t rc;
+  try {
+    rc = issue();
+  } catch (...) {  // a bad tensor found mid-group: close the group before reporting it
+    strata_group_end();
+    throw;
+  }
+  strata_result_t end = strata_group_end();
+  check(rc != STRATA_SUCCESS ? rc : end, what);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::track(c10::intrusive_ptr<StrataWork> work) {
@@ -247,15 +273,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::allreduce_coalesced(
   TORCH_CHECK(!isBitwise(opts.reduceOp.op_), "strata backend: bitwise ops are not supported by allreduce_coalesced");
   for (const at::Tensor& t : tensors) checkTensor(t, "tensors");
   auto work = newWork(rank_, c10d::OpType::ALLREDUCE_COALESCED, tensors);
-  check(strata_group_start(), "strata_group_start");
-  strata_result_t rc = STRATA_SUCCESS;
-  for (at::Tensor& t : tensors) {
-    rc = strata_allreduce(t.data_ptr(), t.data_ptr(), t.numel(), reduceType(t, "tensors"),
-                          reduceOp(opts.reduceOp, t), comm_);
-    if (rc != STRATA_SUCCESS) break;
-  }
-  strata_result_t end = strata_group_end();
-  check(rc != STRATA_SUCCESS ? rc : end, "allreduce_coalesced");
+  inGroup("allreduce_coalesced", [&] {
+    strata_result_t rc = STRATA_SUCCESS;
+    for (at::Tensor& t : tensors) {
+      rc = strata_allreduce(t.data_ptr(), t.data_ptr(), t.numel(), reduceType(t, "tensors"),
+                            reduceOp(opts.reduceOp, t), comm_);
+      if (rc != STRATA_SUCCESS) break;
+    }
+    return rc;
+  });
   return done(work);
 }
 
@@ -342,23 +368,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::gather(std::vector<std::vecto
   at::Tensor& in = single(inputs, "tensor");
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < getSize(), "strata backend: dst=", root, " is not a rank");
-  std::vector<at::Tensor> outs;
-  if (rank_ == root) {
-    TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(getSize()),
-                "strata backend: gather_list must hold world_size (", getSize(), ") tensors on the root");
-    outs = outputs[0];
-    for (const at::Tensor& o : outs) {
-      checkTensor(o, "gather_list");
-      TORCH_CHECK(bytesOf(o) == bytesOf(in), "strata backend: gather_list's tensors must match tensor's size");
-    }
-  }
+  std::vector<at::Tensor> outs = rootList(outputs, rank_ == root, getSize(), bytesOf(in), "gather_list");
   auto work = newWork(rank_, c10d::OpType::GATHER, outs);
-  check(strata_group_start(), "strata_group_start");
-  strata_result_t rc = strata_send(bytes(in), bytesOf(in), STRATA_UINT8, root, comm_);
-  for (int r = 0; r < getSize() && rank_ == root && rc == STRATA_SUCCESS; ++r)
-    rc = strata_recv(bytes(outs[r]), bytesOf(outs[r]), STRATA_UINT8, r, comm_);
-  strata_result_t end = strata_group_end();
-  check(rc != STRATA_SUCCESS ? rc : end, "gather");
+  inGroup("gather", [&] {
+    strata_result_t rc = strata_send(bytes(in), bytesOf(in), STRATA_UINT8, root, comm_);
+    for (size_t r = 0; r < outs.size() && rc == STRATA_SUCCESS; ++r)
+      rc = strata_recv(bytes(outs[r]), bytesOf(outs[r]), STRATA_UINT8, static_cast<int>(r), comm_);
+    return rc;
+  });
   return done(work);
 }
 
@@ -368,24 +385,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::scatter(std::vector<at::Tenso
   at::Tensor& out = single(outputs, "tensor");
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < getSize(), "strata backend: src=", root, " is not a rank");
-  std::vector<at::Tensor> ins;
-  if (rank_ == root) {
-    TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(getSize()),
-                "strata backend: scatter_list must hold world_size (", getSize(), ") tensors on the root");
-    ins = inputs[0];
-    for (const at::Tensor& i : ins) {
-      checkTensor(i, "scatter_list");
-      TORCH_CHECK(bytesOf(i) == bytesOf(out), "strata backend: scatter_list's tensors must match tensor's size");
-    }
-  }
+  std::vector<at::Tensor> ins = rootList(inputs, rank_ == root, getSize(), bytesOf(out), "scatter_list");
   auto work = newWork(rank_, c10d::OpType::SCATTER, outputs);
-  check(strata_group_start(), "strata_group_start");
-  strata_result_t rc = STRATA_SUCCESS;
-  for (int r = 0; r < getSize() && rank_ == root && rc == STRATA_SUCCESS; ++r)
-    rc = strata_send(bytes(ins[r]), bytesOf(ins[r]), STRATA_UINT8, r, comm_);
-  if (rc == STRATA_SUCCESS) rc = strata_recv(bytes(out), bytesOf(out), STRATA_UINT8, root, comm_);
-  strata_result_t end = strata_group_end();
-  check(rc != STRATA_SUCCESS ? rc : end, "scatter");
+  inGroup("scatter", [&] {
+    strata_result_t rc = STRATA_SUCCESS;
+    for (size_t r = 0; r < ins.size() && rc == STRATA_SUCCESS; ++r)
+      rc = strata_send(bytes(ins[r]), bytesOf(ins[r]), STRATA_UINT8, static_cast<int>(r), comm_);
+    return rc == STRATA_SUCCESS ? strata_recv(bytes(out), bytesOf(out), STRATA_UINT8, root, comm_) : rc;
+  });
   return done(work);
 }
 
@@ -481,15 +488,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::alltoall(std::vector<at::Tens
     checkTensor(inputs[r], "input_tensor_list");
   }
   auto work = newWork(rank_, c10d::OpType::ALLTOALL, outputs);
-  check(strata_group_start(), "strata_group_start");
-  strata_result_t rc = STRATA_SUCCESS;
-  for (size_t r = 0; r < n && rc == STRATA_SUCCESS; ++r) {
-    rc = strata_send(bytes(inputs[r]), bytesOf(inputs[r]), STRATA_UINT8, static_cast<int>(r), comm_);
-    if (rc == STRATA_SUCCESS)
-      rc = strata_recv(bytes(outputs[r]), bytesOf(outputs[r]), STRATA_UINT8, static_cast<int>(r), comm_);
-  }
-  strata_result_t end = strata_group_end();
-  check(rc != STRATA_SUCCESS ? rc : end, "alltoall");
+  inGroup("alltoall", [&] {
+    strata_result_t rc = STRATA_SUCCESS;
+    for (size_t r = 0; r < n && rc == STRATA_SUCCESS; ++r) {
+      rc = strata_send(bytes(inputs[r]), bytesOf(inputs[r]), STRATA_UINT8, static_cast<int>(r), comm_);
+      if (rc == STRATA_SUCCESS)
+        rc = strata_recv(bytes(outputs[r]), bytesOf(outputs[r]), STRATA_UINT8, static_cast<int>(r), comm_);
+    }
+    return rc;
+  });
   return done(work);
 }
 

@@ -104,6 +104,9 @@ class ProcessGroupStrata : public c10d::ProcessGroup {
   // A work already done (blocking forms); runs its afterDone.
   c10::intrusive_ptr<c10d::Work> done(c10::intrusive_ptr<StrataWork> work);
   void completionLoop();
+  // Issues blocking calls as one strata group; the group is closed even when
+  // `issue` throws.
+  void inGroup(const char* what, const std::function<strata_result_t()>& issue);
   // Throws torch's error with strata's message when rc is a failure.
   void check(strata_result_t rc, const char* what) const;
   // A fold of every rank's tensor by a bitwise op, which strata lacks.

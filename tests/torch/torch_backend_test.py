@@ -167,6 +167,13 @@ def child():
             dist.all_gather_into_tensor(flat, inputs[rank])
             expect("all_gather_into_tensor %s" % dtype, flat, torch.cat(inputs), True)
 
+    # all_reduce_coalesced: many small tensors in one strata group (fused).
+    small = [value(rank, c, torch.float32) for c in (1, 5, 300, 2000)]
+    want = [torch.stack([value(r, t.numel(), torch.float32).double() for r in range(n)]).sum(0) for t in small]
+    dist.all_reduce_coalesced(small)
+    for t, w in zip(small, want):
+        expect("all_reduce_coalesced count %d" % t.numel(), t, w, True)
+
     # reduce_scatter (list and tensor forms): block `rank` of the sum.
     for dtype in (torch.float32, torch.int32):
         for count in (1, 333, 40000):
@@ -224,7 +231,9 @@ def child():
     for what, call, needle in [
             ("non-contiguous", lambda: dist.all_reduce(torch.zeros(4, 4).t()), "contiguous"),
             ("root out of range", lambda: dist.broadcast(torch.zeros(4), src=n + 3), "rank"),
-            ("int16 sum", lambda: dist.all_reduce(torch.zeros(4, dtype=torch.int16)), "dtype")]:
+            ("int16 sum", lambda: dist.all_reduce(torch.zeros(4, dtype=torch.int16)), "dtype"),
+            ("a bad tensor in a coalesced call",
+             lambda: dist.all_reduce_coalesced([torch.ones(2), torch.zeros(2, dtype=torch.int16)]), "dtype")]:
         try:
             call()
             failures.append("%s: no error" % what)
