@@ -96,8 +96,10 @@ STRATA_API const char* strata_last_error(void);
  * failure of another rank that this rank saw ("" if none). */
 STRATA_API const char* strata_comm_last_error(strata_comm_t comm);
 
-/* Creates a unique id for a new communicator. The calling process must stay
- * alive until the rank 0 of the communicator has called strata_comm_init_rank.
+/* Creates a unique id for a new communicator. Its rank 0 may be the calling
+ * process, a child it forks, or any new process on the same host (rank 0's
+ * listening socket is handed over); the calling process must stay alive until
+ * that rank 0 has called strata_comm_init_rank.
  * STRATA_BOOTSTRAP_ADDR (host[:port]) chooses the address it advertises. */
 STRATA_API strata_result_t strata_get_unique_id(strata_unique_id_t* id);
 

@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 
 #include "clock.h"
+#include "listener_handoff.h"
 #include "log.h"
 #include "params.h"
 
@@ -40,31 +40,15 @@ struct Pending {
   size_t got;
 };
 
-std::mutex gListenersMutex;
-std::vector<std::pair<SockAddr, int>> gListeners;
-
-bool sameAddress(const SockAddr& a, const SockAddr& b) {
-  return a.len == b.len && std::memcmp(&a.storage, &b.storage, a.len) == 0;
+// Rank 0's listening socket; a single rank needs none.
+Status rootListener(const BootstrapConfig& config, int* fd) {
+  if (config.fromUniqueId) return takeIdListener(config.id, config.nranks > 1, fd);
+  if (config.nranks == 1) return Status::ok();
+  SockAddr addr = rootAddress(config.id);
+  return net::listenOn(&addr, fd);
 }
 
 }  // namespace
-
-void rememberListener(const SockAddr& addr, int fd) {
-  std::lock_guard<std::mutex> lock(gListenersMutex);
-  gListeners.emplace_back(addr, fd);
-}
-
-int takeListener(const SockAddr& addr) {
-  std::lock_guard<std::mutex> lock(gListenersMutex);
-  for (auto it = gListeners.begin(); it != gListeners.end(); ++it) {
-    if (sameAddress(it->first, addr)) {
-      int fd = it->second;
-      gListeners.erase(it);
-      return fd;
-    }
-  }
-  return -1;
-}
 
 Bootstrap::~Bootstrap() {
   for (int fd : fds_)
@@ -84,13 +68,8 @@ Status Bootstrap::create(const BootstrapConfig& config, const topo::HostInfo& se
   b->hosts_.resize(config.nranks);
   b->hosts_[config.rank] = self;
   if (config.rank == 0) {
-    int fd = config.listenFd;
-    if (fd < 0 && config.nranks > 1) {
-      SockAddr addr;
-      std::memcpy(&addr.storage, &config.id.root, config.id.rootLen);
-      addr.len = config.id.rootLen;
-      STRATA_CHECK(net::listenOn(&addr, &fd));
-    }
+    int fd = -1;
+    STRATA_CHECK(rootListener(config, &fd));
     Status s = config.nranks > 1 ? b->runRoot(config, fd) : Status::ok();
     if (fd >= 0) close(fd);
     STRATA_CHECK(s);
@@ -199,9 +178,7 @@ Status Bootstrap::runRoot(const BootstrapConfig& config, int listenFd) {
 
 Status Bootstrap::join(const BootstrapConfig& config) {
   const double deadline = nowSeconds() + params::timeout();
-  SockAddr root;
-  std::memcpy(&root.storage, &config.id.root, config.id.rootLen);
-  root.len = config.id.rootLen;
+  SockAddr root = rootAddress(config.id);
   int fd = -1;
   STRATA_CHECK(net::connectTo(root, deadline, "rank 0 (MASTER_ADDR or the unique id's address)", &fd));
   fds_.assign(1, fd);

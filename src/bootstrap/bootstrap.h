@@ -23,7 +23,9 @@ struct BootstrapConfig {
   IdContents id;
   int rank;
   int nranks;
-  int listenFd;  // rank 0: an already-listening socket, or -1 to bind id.root
+  // From strata_get_unique_id, whose caller holds rank 0's listening socket
+  // (see rememberListener); false for MASTER_ADDR jobs, whose rank 0 binds id.root.
+  bool fromUniqueId = false;
 };
 
 class Bootstrap final : public OutOfBand {
@@ -53,10 +55,5 @@ class Bootstrap final : public OutOfBand {
   std::vector<topo::HostInfo> hosts_;
   uint64_t commTag_ = 0;
 };
-
-// Keeps the listening socket opened by strata_get_unique_id until rank 0 of
-// that id (in this process, or a child forked from it) takes it.
-void rememberListener(const SockAddr& addr, int fd);
-int takeListener(const SockAddr& addr);
 
 }  // namespace strata::boot

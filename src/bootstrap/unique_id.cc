@@ -9,7 +9,7 @@ namespace strata::boot {
 namespace {
 
 constexpr uint64_t kMagic = 0x4449415441525453ull;  // "STRATAID"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 struct Wire {
   uint64_t magic;
@@ -17,6 +17,9 @@ struct Wire {
   uint32_t rootLen;
   uint8_t root[sizeof(sockaddr_in6)];
   uint8_t secret[kSecretBytes];
+  int32_t creatorPid;
+  int32_t creatorFd;
+  uint64_t creatorPidNamespace;
   uint64_t checksum;
 };
 static_assert(sizeof(Wire) <= STRATA_UNIQUE_ID_BYTES, "the id fits the public struct");
@@ -38,6 +41,9 @@ void encodeId(const IdContents& contents, strata_unique_id_t* id) {
   w.rootLen = static_cast<uint32_t>(contents.rootLen);
   std::memcpy(w.root, &contents.root, contents.rootLen);
   std::memcpy(w.secret, contents.secret, kSecretBytes);
+  w.creatorPid = contents.creatorPid;
+  w.creatorFd = contents.creatorFd;
+  w.creatorPidNamespace = contents.creatorPidNamespace;
   w.checksum = fnv1a(&w, offsetof(Wire, checksum));
   std::memset(id, 0, sizeof(*id));
   std::memcpy(id->internal, &w, sizeof(w));
@@ -56,7 +62,17 @@ Status decodeId(const strata_unique_id_t& id, IdContents* contents) {
   std::memcpy(&contents->root, w.root, w.rootLen);
   contents->rootLen = w.rootLen;
   std::memcpy(contents->secret, w.secret, kSecretBytes);
+  contents->creatorPid = w.creatorPid;
+  contents->creatorFd = w.creatorFd;
+  contents->creatorPidNamespace = w.creatorPidNamespace;
   return Status::ok();
+}
+
+SockAddr rootAddress(const IdContents& contents) {
+  SockAddr addr;
+  std::memcpy(&addr.storage, &contents.root, contents.rootLen);
+  addr.len = contents.rootLen;
+  return addr;
 }
 
 }  // namespace strata::boot

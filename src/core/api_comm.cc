@@ -2,16 +2,17 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <atomic>
 #include <string>
 #include <thread>
 
 #include "api_state.h"
 #include "clock.h"
+#include "listener_handoff.h"
 #include "log.h"
 #include "params.h"
 #include "pmix_job.h"
@@ -48,7 +49,7 @@ Status newUniqueId(strata_unique_id_t* id) {
   }
   std::memcpy(&contents.root, &addr.storage, addr.len);
   contents.rootLen = addr.len;
-  boot::rememberListener(addr, fd);
+  boot::rememberListener(&contents, fd);
   boot::encodeId(contents, id);
   STRATA_INFO(BOOT, "unique id for rank 0 at %s", toString(addr).c_str());
   return Status::ok();
@@ -71,10 +72,7 @@ Status rankConfig(strata_comm_t* comm, int nranks, const strata_unique_id_t& id,
   STRATA_CHECK(boot::decodeId(id, &config->id));
   config->rank = rank;
   config->nranks = nranks;
-  SockAddr root;
-  std::memcpy(&root.storage, &config->id.root, config->id.rootLen);
-  root.len = config->id.rootLen;
-  config->listenFd = rank == 0 ? boot::takeListener(root) : -1;
+  config->fromUniqueId = true;
   return Status::ok();
 }
 
@@ -122,7 +120,6 @@ Status initEnv(strata_comm_t* comm) {
   std::memset(&config.id, 0, sizeof(config.id));
   config.rank = static_cast<int>(rank);
   config.nranks = static_cast<int>(size);
-  config.listenFd = -1;
   // Rank 0 listens on every address of MASTER_ADDR's family, so a hostname
   // that resolves to another of its addresses still reaches it.
   SockAddr bindAddr = master;

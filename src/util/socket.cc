@@ -93,7 +93,7 @@ Status defaultAdvertisedAddress(SockAddr* out) {
   return best ? Status::ok() : resolve("127.0.0.1", 0, out);
 }
 
-Status listenOn(SockAddr* addr, int* fd) {
+Status listenOn(SockAddr* addr, int* fd, const char* inUseHint) {
   int s = socket(addr->get()->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) {
     int err = errno;
@@ -106,8 +106,9 @@ Status listenOn(SockAddr* addr, int* fd) {
     close(s);
     return STRATA_ERROR(STRATA_ERR_SYSTEM, "cannot listen on %s: %s%s", toString(*addr).c_str(),
                         errnoText(err).c_str(),
-                        err == EADDRINUSE ? " (another job uses this port: pick another MASTER_PORT)"
-                        : err == EADDRNOTAVAIL ? " (the address is not on this host)" : "");
+                        err == EADDRINUSE       ? (inUseHint ? inUseHint : " (another job uses this port: pick another MASTER_PORT)")
+                        : err == EADDRNOTAVAIL ? " (the address is not on this host)"
+                                               : "");
   }
   socklen_t len = sizeof(addr->storage);
   getsockname(s, reinterpret_cast<sockaddr*>(&addr->storage), &len);

@@ -20,7 +20,8 @@ Status resolve(const std::string& host, int port, SockAddr* out);
 Status defaultAdvertisedAddress(SockAddr* out);
 
 // Listens on addr (port 0: any free port; the bound address is written back).
-Status listenOn(SockAddr* addr, int* fd);
+// inUseHint replaces the MASTER_PORT advice when the address is taken.
+Status listenOn(SockAddr* addr, int* fd, const char* inUseHint = nullptr);
 // Connects, retrying while the listener is not up yet, until the deadline.
 // `peer` names who listens there, for the error message.
 Status connectTo(const SockAddr& addr, double deadline, const char* peer, int* fd);

@@ -120,8 +120,9 @@ class Request:
 
 def get_unique_id():
     """A new communicator's id (UNIQUE_ID_BYTES bytes), to hand to every rank
-    out of band. It reserves the port rank 0 listens on, so make it in the
-    process that will be rank 0, or in one that rank 0 is forked from."""
+    out of band. It holds the socket rank 0 listens on: rank 0 may be this
+    process, one it forks or spawns, or any process on this host, and this
+    process must stay alive until rank 0 has joined."""
     uid = UniqueId()
     check(lib.strata_get_unique_id(ctypes.byref(uid)), "strata_get_unique_id")
     return bytes(uid)  # all of it: the field itself would stop at the first NUL
