@@ -36,7 +36,8 @@ PY
 
 run_suite build "release" ""
 # Under ASan, shared memory and fork work as usual; leaks are reported too.
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   run_suite build-asan "address+undefined sanitizers" "" \
   -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Db_lundef=false
 # A TSan report makes the reporting process exit non-zero, failing its test.
