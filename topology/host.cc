@@ -70,17 +70,26 @@ bool sameHost(const HostInfo& a, const HostInfo& b) {
 
 std::string hostKey(const HostInfo& h) { return std::string(h.hostId, strnlen(h.hostId, kHostIdBytes)); }
 
-int coresOfHost(const std::vector<HostInfo>& all, const HostInfo& h) {
-  uint64_t mask[kCpuMaskWords] = {};
-  int largest = 0;  // a mask reaching past core 1023 still counts its cores
-  for (const HostInfo& other : all) {
-    if (!sameHost(other, h)) continue;
-    for (int w = 0; w < kCpuMaskWords; ++w) mask[w] |= other.cpuMask[w];
-    largest = std::max(largest, static_cast<int>(other.cpusAllowed));
+std::unordered_map<std::string, HostShare> hostShares(const std::vector<HostInfo>& all) {
+  struct Union {
+    uint64_t mask[kCpuMaskWords] = {};
+    int largest = 0;  // a mask reaching past core 1023 still counts its cores
+    int ranks = 0;
+  };
+  std::unordered_map<std::string, Union> unions;
+  for (const HostInfo& h : all) {
+    Union& u = unions[hostKey(h)];
+    for (int w = 0; w < kCpuMaskWords; ++w) u.mask[w] |= h.cpuMask[w];
+    u.largest = std::max(u.largest, static_cast<int>(h.cpusAllowed));
+    ++u.ranks;
   }
-  int cores = 0;
-  for (uint64_t w : mask) cores += __builtin_popcountll(w);
-  return std::max(cores, largest);
+  std::unordered_map<std::string, HostShare> shares;
+  for (const auto& [key, u] : unions) {
+    int cores = 0;
+    for (uint64_t w : u.mask) cores += __builtin_popcountll(w);
+    shares[key] = HostShare{u.ranks, std::max(cores, u.largest)};
+  }
+  return shares;
 }
 
 }  // namespace strata::topo

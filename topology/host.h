@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace strata::topo {
@@ -33,9 +34,14 @@ bool sameHost(const HostInfo& a, const HostInfo& b);
 // The host id as a string: equal for two HostInfos exactly when sameHost.
 std::string hostKey(const HostInfo& h);
 
-// Cores the ranks on h's host may run on together: the union of their
-// affinity masks. Ranks a launcher binds to a core each see one core in
-// their own mask, yet do not share it.
-int coresOfHost(const std::vector<HostInfo>& all, const HostInfo& h);
+// What the ranks on one host share: how many they are, and the cores they
+// may run on together (the union of their affinity masks: ranks a launcher
+// binds to a core each see one core in their own mask, yet do not share it).
+struct HostShare {
+  int ranks = 0;
+  int cores = 0;
+};
+// Keyed by hostKey, from every rank's HostInfo in one pass.
+std::unordered_map<std::string, HostShare> hostShares(const std::vector<HostInfo>& all);
 
 }  // namespace strata::topo

@@ -53,20 +53,19 @@ Status Comm::init(const boot::BootstrapConfig& config) {
   STRATA_CHECK(boot::Bootstrap::create(config, self, &bootstrap_));
 
   const auto& hosts = bootstrap_->hosts();
-  std::unordered_map<std::string, int> ranksPerHost;
-  for (const auto& h : hosts) ++ranksPerHost[topo::hostKey(h)];
-  auto ranksOnHostOf = [&](const topo::HostInfo& h) { return ranksPerHost[topo::hostKey(h)]; };
-  const int localRanks = ranksOnHostOf(self);
+  const auto shares = topo::hostShares(hosts);
+  const topo::HostShare& local = shares.at(topo::hostKey(self));
+  const int localRanks = local.ranks;
   // Every rank's plans assume the same channel count, so the automatic choice
-  // is the smallest any rank would make from its own cores (all ranks know
-  // every rank's host and mask from the bootstrap, and reach the same value).
+  // is the smallest any host's ranks would make from their cores (all ranks
+  // know every rank's host and mask from the bootstrap, and reach the same value).
   int nchannels = static_cast<int>(params::nchannels());
   if (nchannels == 0) {
     nchannels = 4;
-    for (const auto& h : hosts)
-      nchannels = std::min(nchannels, std::clamp(topo::coresOfHost(hosts, h) / std::max(1, ranksOnHostOf(h)), 1, 4));
+    for (const auto& entry : shares)
+      nchannels = std::min(nchannels, std::clamp(entry.second.cores / std::max(1, entry.second.ranks), 1, 4));
   }
-  spins_ = chooseSpins(params::spinCount(), localRanks, topo::coresOfHost(hosts, self));
+  spins_ = chooseSpins(params::spinCount(), localRanks, local.cores);
   shape_ = PlanShape{rank_, nranks_, nchannels, static_cast<size_t>(slotBytes), 0};
   sendSeq_.assign(nranks_, 0);
   recvSeq_.assign(nranks_, 0);
@@ -93,7 +92,7 @@ Status Comm::init(const boot::BootstrapConfig& config) {
                                                spins_, rank_);
   STRATA_INFO(INIT, "rank %d of %d: %d local ranks on %d cores (%d in its own mask), %d channels, "
               "%lld threads, spin %lld, %lld slots x %lld bytes, reduce isa %s",
-              rank_, nranks_, localRanks, topo::coresOfHost(hosts, self), self.cpusAllowed, nchannels,
+              rank_, nranks_, localRanks, local.cores, self.cpusAllowed, nchannels,
               (long long)params::nthreads(), (long long)spins_, (long long)nslots,
               (long long)slotBytes, reduce::isaName(isa_));
   return Status::ok();

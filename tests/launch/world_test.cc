@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "collective_checks.h"
-#include "values.h"
 
 namespace {
 

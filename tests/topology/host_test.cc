@@ -35,10 +35,14 @@ TEST(Host, CoresOfHostAreTheUnionOfItsRanksMasks) {
   // a rank on another host that must not count.
   std::vector<HostInfo> all = {onHost("a", {0}), onHost("a", {1}), onHost("b", {0, 1, 2, 3}),
                                onHost("b", {0, 1, 2, 3}), onHost("c", {5, 70, 700})};
-  EXPECT_EQ(coresOfHost(all, all[0]), 2);
-  EXPECT_EQ(coresOfHost(all, all[1]), 2);
-  EXPECT_EQ(coresOfHost(all, all[2]), 4);
-  EXPECT_EQ(coresOfHost(all, all[4]), 3);
+  auto shares = hostShares(all);
+  ASSERT_EQ(shares.size(), 3u);
+  EXPECT_EQ(shares.at(hostKey(all[0])).cores, 2);
+  EXPECT_EQ(shares.at(hostKey(all[0])).ranks, 2);
+  EXPECT_EQ(shares.at(hostKey(all[2])).cores, 4);
+  EXPECT_EQ(shares.at(hostKey(all[2])).ranks, 2);
+  EXPECT_EQ(shares.at(hostKey(all[4])).cores, 3);
+  EXPECT_EQ(shares.at(hostKey(all[4])).ranks, 1);
 }
 
 }  // namespace
