@@ -81,15 +81,16 @@ size_t bytesOf(const at::Tensor& t) { return t.numel() * t.element_size(); }
 // A tensor's raw bytes: what data-movement collectives carry, whatever the dtype.
 void* bytes(const at::Tensor& t) { return t.data_ptr(); }
 
-// The root's list of `n` tensors of `bytes` bytes each; empty on other ranks.
-std::vector<at::Tensor> rootList(const std::vector<std::vector<at::Tensor>>& lists, bool isRoot, int n,
-                                 size_t bytes, const char* arg) {
-  if (!isRoot) return {};
+// A list form's one list of `n` tensors, each checked to match `like` in
+// size and dtype (one block of the flat buffer strata moves).
+const std::vector<at::Tensor>& listOf(const std::vector<std::vector<at::Tensor>>& lists, int n,
+                                      const at::Tensor& like, const char* arg, const char* likeArg) {
   TORCH_CHECK(lists.size() == 1 && lists[0].size() == static_cast<size_t>(n), "strata backend: ", arg,
-              " must hold world_size (", n, ") tensors on the root");
+              " must hold world_size (", n, ") tensors");
   for (const at::Tensor& t : lists[0]) {
     checkTensor(t, arg);
-    TORCH_CHECK(bytesOf(t) == bytes, "strata backend: ", arg, "'s tensors must match tensor's size");
+    TORCH_CHECK(t.numel() == like.numel() && t.scalar_type() == like.scalar_type(), "strata backend: every tensor of ",
+                arg, " must match ", likeArg, "'s size and dtype");
   }
   return lists[0];
 }
@@ -327,20 +328,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::allgather(std::vector<std::ve
                                                              std::vector<at::Tensor>& inputs,
                                                              const c10d::AllgatherOptions&) {
   at::Tensor& in = single(inputs, "input_tensor");
-  TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(getSize()),
-              "strata backend: tensor_list must hold world_size (", getSize(), ") tensors");
-  for (const at::Tensor& o : outputs[0]) {
-    checkTensor(o, "tensor_list");
-    TORCH_CHECK(o.numel() == in.numel() && o.scalar_type() == in.scalar_type(),
-                "strata backend: every tensor of tensor_list must match input_tensor's size and dtype");
-  }
+  std::vector<at::Tensor> outs = listOf(outputs, getSize(), in, "tensor_list", "input_tensor");
   at::Tensor flat = at::empty({getSize(), in.numel()}, in.options());
-  auto work = newWork(rank_, c10d::OpType::ALLGATHER, outputs[0]);
+  auto work = newWork(rank_, c10d::OpType::ALLGATHER, outs);
   work->requests.resize(1);
   check(strata_iallgather(bytes(in), bytes(flat), bytesOf(in), STRATA_UINT8, comm_, &work->requests[0]),
         "allgather");
   work->keepAlive = {flat, in};
-  std::vector<at::Tensor> outs = outputs[0];
   work->afterDone = [flat, outs]() mutable {
     for (size_t r = 0; r < outs.size(); ++r) outs[r].view(-1).copy_(flat[r]);
   };
@@ -368,7 +362,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::gather(std::vector<std::vecto
   at::Tensor& in = single(inputs, "tensor");
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < getSize(), "strata backend: dst=", root, " is not a rank");
-  std::vector<at::Tensor> outs = rootList(outputs, rank_ == root, getSize(), bytesOf(in), "gather_list");
+  std::vector<at::Tensor> outs;
+  if (rank_ == root) outs = listOf(outputs, getSize(), in, "gather_list", "tensor");
   auto work = newWork(rank_, c10d::OpType::GATHER, outs);
   inGroup("gather", [&] {
     strata_result_t rc = strata_send(bytes(in), bytesOf(in), STRATA_UINT8, root, comm_);
@@ -385,7 +380,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::scatter(std::vector<at::Tenso
   at::Tensor& out = single(outputs, "tensor");
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < getSize(), "strata backend: src=", root, " is not a rank");
-  std::vector<at::Tensor> ins = rootList(inputs, rank_ == root, getSize(), bytesOf(out), "scatter_list");
+  std::vector<at::Tensor> ins;
+  if (rank_ == root) ins = listOf(inputs, getSize(), out, "scatter_list", "tensor");
   auto work = newWork(rank_, c10d::OpType::SCATTER, outputs);
   inGroup("scatter", [&] {
     strata_result_t rc = STRATA_SUCCESS;
@@ -400,15 +396,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::reduce_scatter(std::vector<at
                                                                   std::vector<std::vector<at::Tensor>>& inputs,
                                                                   const c10d::ReduceScatterOptions& opts) {
   at::Tensor& out = single(outputs, "output");
-  TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(getSize()),
-              "strata backend: input_list must hold world_size (", getSize(), ") tensors");
-  for (const at::Tensor& i : inputs[0]) {
-    checkTensor(i, "input_list");
-    TORCH_CHECK(i.numel() == out.numel() && i.scalar_type() == out.scalar_type(),
-                "strata backend: every tensor of input_list must match output's size and dtype");
-  }
   // strata reads the blocks from one buffer; the copy is the price of torch's list form.
-  at::Tensor flat = at::stack(inputs[0]);
+  at::Tensor flat = at::stack(listOf(inputs, getSize(), out, "input_list", "output"));
   return _reduce_scatter_base(out, flat, opts);
 }
 
