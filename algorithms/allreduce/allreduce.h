@@ -1,6 +1,7 @@
 // Allreduce algorithms: each builds, for one rank, the per-channel plans of an
-// allreduce of `count` elements. Plans depend only on (shape, count), so every
-// rank builds matching plans without talking to the others.
+// allreduce of `count` elements. Plans depend only on (shape, count) and the
+// layout every rank shares, so every rank builds matching plans without
+// talking to the others.
 #pragma once
 
 #include <string>
@@ -11,36 +12,44 @@
 
 namespace strata {
 
-enum class AllreduceAlgo { Ring, OneShot };
-
-struct AllreduceChoice {
-  AllreduceAlgo algo;
-  int nchannels;  // channels the plan uses (<= shape.nchannels)
-};
-
-enum class ForcedAlgo { None, Ring, OneShot };
-
-struct AllreduceTuning {
-  ForcedAlgo forced;    // STRATA_ALGO
-  size_t oneshotBytes;  // STRATA_ONESHOT_BYTES
-};
+enum class AllreduceAlgo { Ring, OneShot, RecursiveDoubling, HalvingDoubling, Tree, Hierarchical };
+constexpr int kAllreduceAlgos = 6;
 
 const char* algoName(AllreduceAlgo algo);
 
-// Parses STRATA_ALGO ("", "ring", "oneshot"); INVALID_ARGUMENT otherwise.
-Status parseForcedAlgo(const std::string& text, ForcedAlgo* out);
-
-// Picks the algorithm for `count` elements. One-shot when the whole buffer
-// fits one slot and is at most tuning.oneshotBytes: one hop, no pipeline.
-Status chooseAllreduce(const PlanShape& shape, uint64_t count, const AllreduceTuning& tuning,
-                       AllreduceChoice* choice);
-
-// Ring (ring.cc): reduce-scatter then allgather around ranks 0..n-1.
+// Ring (ring.cc): reduce-scatter then allgather around the node-major order.
 void buildRingAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
                         std::vector<ChannelPlan>& plans);
 
 // One-shot (oneshot.cc): every rank sends its input to every other rank and
-// folds all inputs in rank order.
+// folds all inputs in rank order. The buffer must fit one slot.
 void buildOneShotAllreduce(const PlanShape& shape, uint64_t count, std::vector<ChannelPlan>& plans);
+
+// Recursive doubling (recursive_doubling.cc): log2 rounds of whole-buffer
+// swaps. Writes what it sends in the same round: no sending from the
+// caller's memory.
+void buildRecursiveDoubling(const PlanShape& shape, uint64_t count, int nchannels,
+                            std::vector<ChannelPlan>& plans);
+
+// Halving-doubling, Rabenseifner's (halving_doubling.cc).
+void buildHalvingDoubling(const PlanShape& shape, uint64_t count, int nchannels,
+                          std::vector<ChannelPlan>& plans);
+
+// Pipelined tree over the hierarchy (tree.cc): chains within nodes, a binary
+// tree between them.
+void buildTreeAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
+                        std::vector<ChannelPlan>& plans);
+
+// Hierarchical (hierarchical.cc): node reduce-scatter, allreduce between
+// nodes, node allgather. The flat ring on one node or one rank per node.
+void buildHierarchicalAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
+                                std::vector<ChannelPlan>& plans);
+
+// Builds `algo`'s plans on `nchannels` channels (one-shot always uses one).
+void buildAllreduce(AllreduceAlgo algo, const PlanShape& shape, uint64_t count, int nchannels,
+                    std::vector<ChannelPlan>& plans);
+
+// Whether connectors may send from the caller's memory (OpContext::sendFromCaller).
+bool allreduceInputStable(AllreduceAlgo algo, bool inPlace);
 
 }  // namespace strata

@@ -84,7 +84,7 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
                                            const ChannelLinks& links, Status* error) {
   const size_t bytes = step.count * ctx.elemSize;
   const Message msg = ctx.message(step);
-  const char* in = msg.input + step.inOffset * ctx.elemSize;
+  const char* in = (step.flags & kInFromOutput ? msg.output : msg.input) + step.inOffset * ctx.elemSize;
   char* out = msg.output + step.outOffset * ctx.elemSize;
 
   if (step.prim == Prim::Copy) {
@@ -147,8 +147,9 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
       break;
     case Prim::RecvReduceCopy:
       // In place (out == in) is safe: each element is read before it is written.
-      ctx.reduceFn(out, slotIn, in, step.count);
-      finish(out, step.count, ctx);
+      if (step.flags & kOwnFirst) ctx.reduceFn(out, in, slotIn, step.count);
+      else ctx.reduceFn(out, slotIn, in, step.count);
+      if (!(step.flags & kPartial)) finish(out, step.count, ctx);
       break;
     default:
       *error = STRATA_ERROR(STRATA_ERR_INTERNAL, "primitive %s cannot run here", primName(step.prim));

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "layout.h"
+
 namespace strata {
 
 enum class Prim : uint8_t {
@@ -34,6 +36,16 @@ struct Step {
   uint64_t inOffset;   // element offset into the message's input
   uint64_t outOffset;  // element offset into the message's output
   uint64_t count;      // elements
+  uint8_t flags = 0;   // StepFlags
+};
+
+// Modifiers of a step, for algorithms in several phases that keep partial
+// results in the output between phases.
+enum StepFlags : uint8_t {
+  kInFromOutput = 1,  // `in` is the message's output, not its input
+  kPartial = 2,       // a reduced result that is not final: no finishing (avg's division)
+  kOwnFirst = 4,      // reduce as `in op slot` rather than `slot op in`, so two ranks
+                      // folding each other's values evaluate the same expression
 };
 
 struct ChannelPlan {
@@ -47,6 +59,13 @@ struct PlanShape {
   int nchannels;
   size_t slotBytes;
   size_t elemSize;
+  // Which ranks share a node, and the order rings and trees walk; null:
+  // all ranks on one node, in rank order. Owned by the communicator.
+  const Layout* layout = nullptr;
+
+  // The rank at position i of the walking order, and a rank's position.
+  int rankAt(int i) const { return layout ? layout->order[i] : i; }
+  int posOf(int r) const { return layout ? layout->posOf[r] : r; }
 
   // Chunk boundaries fall on multiples of this many elements (64 bytes), so
   // kernels see vector-aligned blocks.

@@ -1,6 +1,7 @@
 // From a validated collective call to per-channel plans: picks the algorithm
-// family (direct one-hop for small buffers, ring or chain for large ones,
-// STRATA_ALGO to force either) and the number of channels, then builds.
+// (allreduce: the tuning's cost-model table; other collectives: direct
+// one-hop for small buffers, rings and chains for large ones) and the number
+// of channels, then builds.
 #pragma once
 
 #include <vector>
@@ -9,6 +10,7 @@
 #include "exchange.h"
 #include "op_desc.h"
 #include "plan.h"
+#include "selection.h"
 
 namespace strata {
 
@@ -31,15 +33,19 @@ struct PlanChoice {
   const char* algo;  // for logs and strata-perf
   int nchannels;     // channels the plans use
   // No step writes memory an earlier step sent from before the operation
-  // ends (OpContext::sendFromCaller). Only the in-place one-shot allreduce
-  // breaks it: it folds into its input while its sends may still be going.
+  // ends (OpContext::sendFromCaller); see allreduceInputStable.
   bool inputStable = true;
+  AllreduceAlgo allreduce = AllreduceAlgo::Ring;  // allreduce and barrier
+  bool direct = false;  // broadcast, reduce, reduce_scatter: one hop to or from every rank
 };
 
 class Planner {
  public:
+  // The algorithm and channels `call` would run with, without building.
+  static Status choose(const CollCall& call, const PlanShape& shape, const Tuning& tuning,
+                       PlanChoice* choice);
   // Fills plans[0 .. choice->nchannels) for this rank.
-  Status plan(const CollCall& call, const PlanShape& shape, const AllreduceTuning& tuning,
+  Status plan(const CollCall& call, const PlanShape& shape, const Tuning& tuning,
               std::vector<ChannelPlan>& plans, PlanChoice* choice);
 
  private:

@@ -38,6 +38,7 @@ struct Options {
   strata_op_t op = STRATA_SUM;
   int root = 0;
   int agg = 1;    // calls per timed iteration, issued in one group (nccl-tests' -m)
+  bool showAlgo = false;  // -A: an algorithm column
   int ranks = 0;  // 0: join a launch from the environment
   std::vector<int> colls;  // indexes into kColls
 };
@@ -47,6 +48,7 @@ enum class Kind { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AllToA
 struct CollInfo {
   const char* name;  // nccl-tests' binary name without _perf
   Kind kind;
+  const char* apiName;  // for strata_comm_algorithm; null: point-to-point
   double busFactor(int n) const {  // nccl-tests' busbw / algbw
     if (n <= 1) return kind == Kind::Broadcast || kind == Kind::Reduce || kind == Kind::SendRecv ? 1 : 0;
     switch (kind) {
@@ -65,10 +67,10 @@ struct CollInfo {
 };
 
 const CollInfo kColls[] = {
-    {"all_reduce", Kind::AllReduce}, {"broadcast", Kind::Broadcast},
-    {"reduce", Kind::Reduce},        {"all_gather", Kind::AllGather},
-    {"reduce_scatter", Kind::ReduceScatter}, {"alltoall", Kind::AllToAll},
-    {"sendrecv", Kind::SendRecv},
+    {"all_reduce", Kind::AllReduce, "allreduce"},  {"broadcast", Kind::Broadcast, "broadcast"},
+    {"reduce", Kind::Reduce, "reduce"},             {"all_gather", Kind::AllGather, "allgather"},
+    {"reduce_scatter", Kind::ReduceScatter, "reduce_scatter"}, {"alltoall", Kind::AllToAll, "alltoall"},
+    {"sendrecv", Kind::SendRecv, nullptr},
 };
 
 struct TypeName {
@@ -122,7 +124,8 @@ bool parseSize(const char* text, size_t* out) {
                "  -d/--datatype       int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double\n"
                "  -o/--op             sum prod min max avg\n"
                "  -r/--root           root of broadcast and reduce, default 0\n"
-               "  -m/--agg_iters      calls per iteration, issued in one group (fused when small), default 1\n",
+               "  -m/--agg_iters      calls per iteration, issued in one group (fused when small), default 1\n"
+               "  -A/--show_algo      add a column with the algorithm and channels each row used\n",
                argv0);
   std::exit(code);
 }
@@ -135,12 +138,12 @@ Options parseOptions(int argc, char** argv) {
       {"warmup_iters", required_argument, nullptr, 'w'}, {"check", required_argument, nullptr, 'c'},
       {"datatype", required_argument, nullptr, 'd'}, {"op", required_argument, nullptr, 'o'},
       {"ranks", required_argument, nullptr, 'R'}, {"help", no_argument, nullptr, 'h'},
-      {"root", required_argument, nullptr, 'r'}, {"all", no_argument, nullptr, 'A'},
-      {"agg_iters", required_argument, nullptr, 'm'},
+      {"root", required_argument, nullptr, 'r'}, {"all", no_argument, nullptr, 'L'},
+      {"agg_iters", required_argument, nullptr, 'm'}, {"show_algo", no_argument, nullptr, 'a'},
       {nullptr, 0, nullptr, 0}};
   int c;
   bool all = false;
-  while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:r:m:h", longOpts, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:r:m:Ah", longOpts, nullptr)) != -1) {
     bool ok = true;
     switch (c) {
       case 'b': ok = parseSize(optarg, &o.minBytes); break;
@@ -152,7 +155,8 @@ Options parseOptions(int argc, char** argv) {
       case 'R': o.ranks = std::atoi(optarg); ok = o.ranks > 0 && o.ranks <= 1024; break;
       case 'r': o.root = std::atoi(optarg); ok = o.root >= 0; break;
       case 'm': o.agg = std::atoi(optarg); ok = o.agg >= 1 && o.agg <= 1024; break;
-      case 'A': all = true; break;
+      case 'A': case 'a': o.showAlgo = true; break;
+      case 'L': all = true; break;
       case 'd': {
         ok = false;
         for (const auto& t : kTypes)
@@ -192,6 +196,16 @@ Options parseOptions(int argc, char** argv) {
     std::exit(2);
   }
   return o;
+}
+
+// "hd/2": the algorithm strata runs this row with, and its channels.
+std::string algorithmOf(strata_comm_t comm, const CollInfo& coll, size_t count, strata_datatype_t datatype) {
+  if (!coll.apiName) return "p2p";
+  char name[32];
+  int channels = 0;
+  if (strata_comm_algorithm(comm, coll.apiName, count, datatype, name, sizeof(name), &channels) != STRATA_SUCCESS)
+    return "?";
+  return std::string(name) + "/" + std::to_string(channels);
 }
 
 // ---- inputs and the independent expected result ----
@@ -414,10 +428,11 @@ int runCollective(const CollInfo& coll, const Options& o, strata_comm_t comm, vo
     std::printf("# strata-perf: %s, %d ranks, host %s, pid %d\n#\n", coll.name, nranks, host, getpid());
     std::printf("# %10s %12s %8s %6s %5s   %s   %s\n", "", "", "", "", "", "               out-of-place",
                 "                in-place");
-    std::printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "size", "count", "type", "redop",
-                "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-    std::printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "(B)", "(elements)", "", "", "",
-                "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+    std::printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s%s\n", "size", "count", "type", "redop",
+                "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",
+                o.showAlgo ? "  algo" : "");
+    std::printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s%s\n", "(B)", "(elements)", "", "", "",
+                "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", o.showAlgo ? "  (channels)" : "");
     std::fflush(stdout);
   }
 
@@ -456,9 +471,11 @@ int runCollective(const CollInfo& coll, const Options& o, strata_comm_t comm, vo
       std::printf("  %10zu %12zu %8s %6s %5s %9.2f %7.2f %7.2f %6s", bytes, count, typeName(o.datatype),
                   coll.reduces() ? kOpNames[o.op] : "none", rootText, tOut * 1e6, algOut, algOut * busFactor, wOut);
       if (coll.hasInPlace())
-        std::printf(" %9.2f %7.2f %7.2f %6s\n", tIn * 1e6, algIn, algIn * busFactor, wIn);
+        std::printf(" %9.2f %7.2f %7.2f %6s", tIn * 1e6, algIn, algIn * busFactor, wIn);
       else
-        std::printf(" %9s %7s %7s %6s\n", "N/A", "N/A", "N/A", "N/A");
+        std::printf(" %9s %7s %7s %6s", "N/A", "N/A", "N/A", "N/A");
+      if (o.showAlgo) std::printf("  %s", algorithmOf(comm, coll, c.block, o.datatype).c_str());
+      std::printf("\n");
       std::fflush(stdout);
     }
   }

@@ -163,6 +163,17 @@ STRATA_API strata_result_t strata_comm_get_async_error(strata_comm_t comm, strat
 STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank);
 STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size);
 
+/* The algorithm comm would run `collective` with ("allreduce", "broadcast",
+ * "reduce", "allgather", "reduce_scatter" or "alltoall") on `count` elements
+ * of `datatype` (per rank for allgather, reduce_scatter and alltoall): its
+ * name ("ring", "oneshot", "rd", "hd", "tree", "hier", "direct", "chain",
+ * "pairwise"), at most 15 characters, written NUL-terminated into name (len
+ * bytes), and, when nchannels is not NULL, the channels it would use. Local:
+ * every rank gets the same answer without communicating. */
+STRATA_API strata_result_t strata_comm_algorithm(strata_comm_t comm, const char* collective, size_t count,
+                                                 strata_datatype_t datatype, char* name, size_t len,
+                                                 int* nchannels);
+
 /* recvbuf[i] = op over ranks of sendbuf[i], for i < count. In place when
  * sendbuf == recvbuf. Buffers may not otherwise overlap. Blocking. */
 STRATA_API strata_result_t strata_allreduce(const void* sendbuf, void* recvbuf, size_t count,

@@ -2,6 +2,9 @@
 // here, before anything is queued, so a bad call never disturbs the other ranks.
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
 
 #include "api_state.h"
 #include "op_desc.h"
@@ -331,6 +334,34 @@ strata_result_t barrier(strata_comm* comm, strata_request_t* request) {
   return issue(comm, makeCall(Coll::Barrier, nullptr, nullptr, 1, STRATA_UINT8), false, request);
 }
 
+strata_result_t algorithm(strata_comm* comm, const char* collective, size_t count,
+                          strata_datatype_t datatype, char* name, size_t len, int* nchannels) {
+  STRATA_TRY(checkComm(comm));
+  static const struct {
+    const char* name;
+    Coll coll;
+    uint64_t blocks;  // the buffer is this many times count
+  } kColls[] = {{"allreduce", Coll::Allreduce, 1},       {"broadcast", Coll::Broadcast, 1},
+                {"reduce", Coll::Reduce, 1},             {"allgather", Coll::Allgather, 0},
+                {"reduce_scatter", Coll::ReduceScatter, 0}, {"alltoall", Coll::Alltoall, 0}};
+  if (!collective) return finish(STRATA_INVALID_ARG("collective is NULL"), comm);
+  const auto* found = std::find_if(std::begin(kColls), std::end(kColls),
+                                   [&](const auto& c) { return std::strcmp(c.name, collective) == 0; });
+  if (found == std::end(kColls))
+    return finish(STRATA_INVALID_ARG("collective='%.64s' is not one of allreduce, broadcast, reduce, "
+                                     "allgather, reduce_scatter, alltoall", collective),
+                  comm);
+  STRATA_TRY(checkDatatype(datatype));
+  const uint64_t blocks = found->blocks ? found->blocks : static_cast<uint64_t>(comm->impl->size());
+  STRATA_TRY(checkCount("count", count, blocks, datatype));
+  if (!name || len == 0) return finish(STRATA_INVALID_ARG("name is NULL or len is 0"), comm);
+  PlanChoice choice;
+  STRATA_TRY(comm->impl->choose(makeCall(found->coll, nullptr, nullptr, count, datatype, STRATA_SUM), &choice));
+  std::snprintf(name, len, "%s", choice.algo);
+  if (nchannels) *nchannels = choice.nchannels;
+  return STRATA_SUCCESS;
+}
+
 #undef STRATA_TRY
 
 // Non-blocking forms require somewhere to put the request.
@@ -496,6 +527,12 @@ STRATA_API strata_result_t strata_test(strata_request_t request, int* done) {
   api::freeRequest(request);
   *done = 1;
   return rc;
+}
+
+STRATA_API strata_result_t strata_comm_algorithm(strata_comm_t comm, const char* collective, size_t count,
+                                                 strata_datatype_t datatype, char* name, size_t len,
+                                                 int* nchannels) {
+  return api::algorithm(comm, collective, count, datatype, name, len, nchannels);
 }
 
 STRATA_API strata_result_t strata_wait(strata_request_t request) {

@@ -66,11 +66,15 @@ Status Comm::init(const boot::BootstrapConfig& config) {
       nchannels = std::min(nchannels, std::clamp(entry.second.cores / std::max(1, entry.second.ranks), 1, 4));
   }
   spins_ = chooseSpins(params::spinCount(), localRanks, local.cores);
-  shape_ = PlanShape{rank_, nranks_, nchannels, static_cast<size_t>(slotBytes), 0};
+  layout_ = Layout::of(topo::buildHierarchy(hosts));
+  shape_ = PlanShape{rank_, nranks_, nchannels, static_cast<size_t>(slotBytes), 0, &layout_};
   sendSeq_.assign(nranks_, 0);
   recvSeq_.assign(nranks_, 0);
-  tuning_.oneshotBytes = static_cast<size_t>(std::max<int64_t>(0, params::oneshotBytes()));
-  STRATA_CHECK(parseForcedAlgo(params::algo(), &tuning_.forced));
+  CostModel cost;
+  STRATA_CHECK(parseLinkCost(params::costShm(), "STRATA_COST_SHM", &cost.shm));
+  STRATA_CHECK(parseLinkCost(params::costNet(), "STRATA_COST_NET", &cost.net));
+  STRATA_CHECK(Tuning::create(params::algo(), static_cast<size_t>(std::max<int64_t>(0, params::oneshotBytes())),
+                              cost, shape_, &tuning_));
   streamingBytes_ = static_cast<size_t>(std::max<int64_t>(0, params::streamingStores()));
   isa_ = reduce::selectedIsa();
 
@@ -95,6 +99,8 @@ Status Comm::init(const boot::BootstrapConfig& config) {
               rank_, nranks_, localRanks, local.cores, self.cpusAllowed, nchannels,
               (long long)params::nthreads(), (long long)spins_, (long long)nslots,
               (long long)slotBytes, reduce::isaName(isa_));
+  if (rank_ == 0)
+    STRATA_INFO(ALGO, "%d nodes; allreduce by size: %s", layout_.nodes(), tuning_.describe().c_str());
   return Status::ok();
 }
 
@@ -140,6 +146,12 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
     STRATA_CHECK(transports_[t]->connect(req, connections_));
   }
   return Status::ok();
+}
+
+Status Comm::choose(const CollCall& call, PlanChoice* choice) const {
+  PlanShape shape = shape_;
+  shape.elemSize = strata_datatype_size(call.datatype);
+  return Planner::choose(call, shape, tuning_, choice);
 }
 
 Status Comm::submit(const CollCall& call, bool callerWaits, Request* request) {

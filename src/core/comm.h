@@ -44,6 +44,9 @@ class Comm final : public FailureSink {
   };
   Status submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Request* request);
 
+  // The algorithm and channels `call` would run with.
+  Status choose(const CollCall& call, PlanChoice* choice) const;
+
   // Drives every channel until the request is done; returns its status.
   Status wait(Request& request);
   // Drives every channel once; true if the request is done.
@@ -78,7 +81,8 @@ class Comm final : public FailureSink {
   double timeout_ = 0;
   int64_t spins_ = 0;
   PlanShape shape_{};
-  AllreduceTuning tuning_;
+  Tuning tuning_;
+  Layout layout_;
   size_t streamingBytes_ = 0;
   reduce::Isa isa_ = reduce::Isa::Portable;
   uint64_t seq_ = 0;                 // collectives issued

@@ -1,7 +1,9 @@
-// Plans on in-memory connectors: every allreduce algorithm, 1..16 ranks as
-// threads, odd counts, several datatypes and ops, against a reference
+// Plans on in-memory connectors: every allreduce algorithm, forced, on 1..16
+// ranks as threads laid out on 1..3 simulated nodes (even, uneven and
+// interleaved), odd counts, several datatypes and ops, against a reference
 // computed independently (exact integers, or double for floats whose inputs
-// make every partial sum exact).
+// make every partial sum exact), and bitwise agreement between ranks where
+// rounding makes the result depend on the order of the sums.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,8 +13,10 @@
 
 #include "allreduce.h"
 #include "executor.h"
+#include "layout.h"
 #include "mem_connector.h"
 #include "op_desc.h"
+#include "selection.h"
 
 namespace strata {
 namespace {
@@ -45,27 +49,36 @@ struct Mesh {
   }
 };
 
+constexpr AllreduceAlgo kAlgos[] = {AllreduceAlgo::Ring, AllreduceAlgo::OneShot,
+                                     AllreduceAlgo::RecursiveDoubling, AllreduceAlgo::HalvingDoubling,
+                                     AllreduceAlgo::Tree, AllreduceAlgo::Hierarchical};
+
+// A layout from each rank's node index.
+Layout layoutOf(const std::vector<int>& nodeOfRank) {
+  std::vector<topo::HostInfo> hosts(nodeOfRank.size());
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    std::memset(&hosts[r], 0, sizeof(hosts[r]));
+    std::snprintf(hosts[r].hostId, sizeof(hosts[r].hostId), "node%d", nodeOfRank[r]);
+  }
+  return Layout::of(topo::buildHierarchy(hosts));
+}
+
 // Runs one allreduce with `algo` on n threads; returns each rank's status.
 std::vector<Status> runAllreduce(int n, int channels, AllreduceAlgo algo, strata_datatype_t dt,
                                  strata_op_t op, uint64_t count,
                                  std::vector<std::vector<char>>& inputs,
                                  std::vector<std::vector<char>>& outputs, bool inPlace,
-                                 uint64_t descOverride = 0) {
+                                 uint64_t descOverride = 0, const Layout* layout = nullptr) {
   Mesh mesh(n, channels);
   std::vector<Status> results(n);
   std::vector<std::thread> threads;
   const size_t elem = strata_datatype_size(dt);
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      PlanShape shape{r, n, channels, kSlotBytes, elem};
+      PlanShape shape{r, n, channels, kSlotBytes, elem, layout};
       std::vector<ChannelPlan> plans(channels);
-      int used = channels;
-      if (algo == AllreduceAlgo::Ring) {
-        buildRingAllreduce(shape, count, channels, plans);
-      } else {
-        buildOneShotAllreduce(shape, count, plans);
-        used = 1;
-      }
+      const int used = algo == AllreduceAlgo::OneShot ? 1 : channels;
+      buildAllreduce(algo, shape, count, used, plans);
       OpContext ctx;
       ctx.input = inputs[r].data();
       ctx.output = inPlace ? inputs[r].data() : outputs[r].data();
@@ -121,15 +134,18 @@ double inputValue(int rank, uint64_t i, strata_op_t op) {
 
 template <typename T>
 void fillAndCheck(int n, int channels, AllreduceAlgo algo, strata_datatype_t dt, strata_op_t op,
-                  uint64_t count, bool inPlace) {
+                  uint64_t count, bool inPlace, const Layout* layout = nullptr) {
   const double scale = std::is_floating_point<T>::value ? 0.25 : 1.0;
   std::vector<std::vector<char>> in(n, std::vector<char>(count * sizeof(T) + 1));
   std::vector<std::vector<char>> out(n, std::vector<char>(count * sizeof(T) + 1, 0x5a));
   for (int r = 0; r < n; ++r)
     for (uint64_t i = 0; i < count; ++i)
       reinterpret_cast<T*>(in[r].data())[i] = static_cast<T>(inputValue(r, i, op) * (op == STRATA_PROD ? 1 : scale));
-  auto results = runAllreduce(n, channels, algo, dt, op, count, in, out, inPlace);
-  for (int r = 0; r < n; ++r) ASSERT_TRUE(results[r].isOk()) << "rank " << r << ": " << results[r].message();
+  auto results = runAllreduce(n, channels, algo, dt, op, count, in, out, inPlace, 0, layout);
+  const int nodes = layout ? layout->nodes() : 1;
+  for (int r = 0; r < n; ++r)
+    ASSERT_TRUE(results[r].isOk()) << "rank " << r << " of " << n << " on " << nodes << " nodes, "
+                                   << algoName(algo) << ", count " << count << ": " << results[r].message();
   for (uint64_t i = 0; i < count; ++i) {
     double acc = inputValue(0, i, op) * (op == STRATA_PROD ? 1 : scale);
     for (int r = 1; r < n; ++r) {
@@ -148,7 +164,8 @@ void fillAndCheck(int n, int channels, AllreduceAlgo algo, strata_datatype_t dt,
       const auto& buf = inPlace ? in[r] : out[r];
       T got = reinterpret_cast<const T*>(buf.data())[i];
       ASSERT_EQ(got, static_cast<T>(expect)) << "rank " << r << " element " << i << " of " << count
-                                              << " n=" << n << " " << algoName(algo);
+                                              << " n=" << n << " nodes=" << nodes << " "
+                                              << algoName(algo) << (inPlace ? " in place" : "");
     }
   }
   // Nothing written past the end.
@@ -219,22 +236,119 @@ TEST(Plans, MismatchedOperationIsReported) {
   EXPECT_GE(mismatches, 1);
 }
 
-TEST(Plans, SelectionFollowsSizeAndOverrides) {
-  PlanShape shape{0, 4, 2, 262144, 4};
+TEST(Plans, SelectionFollowsTheModelAndOverrides) {
+  const Layout twoByTwo = Layout::blocks(4, 2);
+  PlanShape shape{0, 4, 2, 262144, 4, &twoByTwo};
+  const CostModel model{{1, 4}, {30, 1}};
+  Tuning t;
+  ASSERT_TRUE(Tuning::create("", 16384, model, shape, &t).isOk());
+  // The table holds the model's cheapest algorithm at each size.
+  for (uint64_t bytes : {uint64_t(8), uint64_t(4096), uint64_t(1) << 20, uint64_t(256) << 20}) {
+    AllreduceChoice c;
+    ASSERT_TRUE(t.chooseAllreduce(shape, bytes / 4, &c).isOk());
+    double chosen = estimateUs(model, c.algo, shape, bytes, 16384);
+    for (AllreduceAlgo a : kAlgos)
+      EXPECT_LE(chosen, estimateUs(model, a, shape, bytes, 16384) * 1.0000001)
+          << bytes << " bytes: " << algoName(c.algo) << " chosen over " << algoName(a) << " (" << t.describe() << ")";
+  }
+  // Small sizes are latency-bound: the ring's 6 network hops lose.
   AllreduceChoice c;
-  ASSERT_TRUE(chooseAllreduce(shape, 2, {ForcedAlgo::None, 16384}, &c).isOk());
-  EXPECT_EQ(c.algo, AllreduceAlgo::OneShot);
-  ASSERT_TRUE(chooseAllreduce(shape, 1 << 20, {ForcedAlgo::None, 16384}, &c).isOk());
-  EXPECT_EQ(c.algo, AllreduceAlgo::Ring);
-  EXPECT_EQ(c.nchannels, 2);
-  ASSERT_TRUE(chooseAllreduce(shape, 2, {ForcedAlgo::Ring, 16384}, &c).isOk());
-  EXPECT_EQ(c.algo, AllreduceAlgo::Ring);
+  ASSERT_TRUE(t.chooseAllreduce(shape, 2, &c).isOk());
+  EXPECT_NE(c.algo, AllreduceAlgo::Ring);
   EXPECT_EQ(c.nchannels, 1);
-  EXPECT_EQ(chooseAllreduce(shape, 1 << 20, {ForcedAlgo::OneShot, 16384}, &c).code(), STRATA_ERR_INVALID_USAGE);
-  ForcedAlgo forced;
-  EXPECT_EQ(parseForcedAlgo("bogus", &forced).code(), STRATA_ERR_INVALID_ARGUMENT);
-  ASSERT_TRUE(parseForcedAlgo("oneshot", &forced).isOk());
-  EXPECT_EQ(forced, ForcedAlgo::OneShot);
+  // One-shot is never picked beyond its limit.
+  ASSERT_TRUE(Tuning::create("", 0, model, shape, &t).isOk());
+  ASSERT_TRUE(t.chooseAllreduce(shape, 2, &c).isOk());
+  EXPECT_NE(c.algo, AllreduceAlgo::OneShot);
+
+  ASSERT_TRUE(Tuning::create("ring", 16384, model, shape, &t).isOk());
+  ASSERT_TRUE(t.chooseAllreduce(shape, 2, &c).isOk());
+  EXPECT_EQ(c.algo, AllreduceAlgo::Ring);
+  EXPECT_FALSE(t.useDirect(8));
+  ASSERT_TRUE(Tuning::create("oneshot", 16384, model, shape, &t).isOk());
+  EXPECT_EQ(t.chooseAllreduce(shape, 1 << 20, &c).code(), STRATA_ERR_INVALID_USAGE);
+  EXPECT_TRUE(t.useDirect(1 << 20));
+  ASSERT_TRUE(Tuning::create("hd", 16384, model, shape, &t).isOk());
+  ASSERT_TRUE(t.chooseAllreduce(shape, 1 << 20, &c).isOk());
+  EXPECT_EQ(c.algo, AllreduceAlgo::HalvingDoubling);
+  EXPECT_EQ(c.nchannels, 2);
+  Status bad = Tuning::create("bogus", 16384, model, shape, &t);
+  EXPECT_EQ(bad.code(), STRATA_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(bad.message().find("STRATA_ALGO='bogus'"), std::string::npos) << bad.message();
+  LinkCost l;
+  EXPECT_TRUE(parseLinkCost("30,1.5", "X", &l).isOk());
+  EXPECT_EQ(l.latencyUs, 30);
+  EXPECT_EQ(l.gbps, 1.5);
+  for (const char* text : {"", "30", "30,", "30,0", "-1,2", "a,b", "1,2,3", "1,inf"}) {
+    Status s = parseLinkCost(text, "STRATA_COST_NET", &l);
+    EXPECT_EQ(s.code(), STRATA_ERR_INVALID_ARGUMENT) << text;
+    EXPECT_NE(s.message().find("STRATA_COST_NET"), std::string::npos) << s.message();
+  }
+}
+
+// Every algorithm on every layout of 1..6 ranks over 1..3 nodes.
+TEST(Plans, EveryAlgorithmOnEveryLayout) {
+  std::vector<std::vector<int>> layouts;
+  for (int n = 1; n <= 6; ++n)
+    for (int nodes = 1; nodes <= std::min(n, 3); ++nodes) {
+      std::vector<int> v(n);
+      for (int r = 0; r < n; ++r) v[r] = r * nodes / n;
+      layouts.push_back(v);
+    }
+  layouts.push_back({0, 0, 0, 1});        // 3 + 1
+  layouts.push_back({0, 1, 1, 1, 1});     // 1 + 4
+  layouts.push_back({0, 1, 0, 1, 0, 1});  // interleaved
+  layouts.push_back({0, 1, 1, 2, 2, 2});  // 1 + 2 + 3
+  layouts.push_back({2, 0, 1, 0, 2});     // nodes numbered out of rank order
+  const uint64_t slotElems = kSlotBytes / 4;
+  for (const auto& nodeOf : layouts) {
+    const int n = static_cast<int>(nodeOf.size());
+    const Layout layout = layoutOf(nodeOf);
+    for (AllreduceAlgo algo : kAlgos) {
+      for (uint64_t count : {uint64_t(1), uint64_t(13), uint64_t(1000), slotElems * 3 + 7, slotElems * n * 2 + 29}) {
+        if (algo == AllreduceAlgo::OneShot && count > slotElems) continue;
+        for (int channels : {1, 2}) {
+          fillAndCheck<float>(n, channels, algo, STRATA_FLOAT32, STRATA_SUM, count, false, &layout);
+          fillAndCheck<int32_t>(n, channels, algo, STRATA_INT32, STRATA_MAX, count, true, &layout);
+        }
+      }
+      fillAndCheck<double>(n, 1, algo, STRATA_FLOAT64, STRATA_AVG, 777, false, &layout);
+      fillAndCheck<int64_t>(n, 2, algo, STRATA_INT64, STRATA_PROD, 901, true, &layout);
+      fillAndCheck<int32_t>(n, 1, algo, STRATA_INT32, STRATA_AVG, 555, true, &layout);
+      fillAndCheck<int8_t>(n, 1, algo, STRATA_INT8, STRATA_MIN, 333, false, &layout);
+    }
+  }
+}
+
+// Inexact float sums: whatever order an algorithm adds in, every rank must
+// hold the same bits (and be close to the double-precision sum).
+TEST(Plans, EveryRankGetsTheSameBits) {
+  for (const auto& nodeOf : std::vector<std::vector<int>>{{0, 0, 1, 1}, {0, 0, 0, 1, 1}, {0, 1, 0, 1, 2, 2}}) {
+    const int n = static_cast<int>(nodeOf.size());
+    const Layout layout = layoutOf(nodeOf);
+    for (AllreduceAlgo algo : kAlgos)
+      for (strata_op_t op : {STRATA_SUM, STRATA_AVG, STRATA_MIN}) {
+        const uint64_t count = algo == AllreduceAlgo::OneShot ? 1000 : 5000;
+        std::vector<std::vector<char>> in(n, std::vector<char>(count * 4)), out(n, std::vector<char>(count * 4));
+        std::vector<double> ref(count, 0);
+        for (int r = 0; r < n; ++r)
+          for (uint64_t i = 0; i < count; ++i) {
+            // Values of very different magnitudes, with signed zeros for min.
+            float v = (i % 7 == 0) ? ((r % 2) ? -0.0f : 0.0f)
+                                   : static_cast<float>(std::sin(double(r * 7919 + i)) * std::pow(10.0, double(i % 9) - 4));
+            reinterpret_cast<float*>(in[r].data())[i] = v;
+            ref[i] += v;
+          }
+        auto results = runAllreduce(n, 2, algo, STRATA_FLOAT32, op, count, in, out, false, 0, &layout);
+        for (int r = 0; r < n; ++r) ASSERT_TRUE(results[r].isOk()) << results[r].message();
+        for (int r = 1; r < n; ++r)
+          ASSERT_EQ(std::memcmp(out[0].data(), out[r].data(), count * 4), 0)
+              << algoName(algo) << " op " << op << ": rank " << r << " differs from rank 0";
+        if (op == STRATA_SUM)
+          for (uint64_t i = 0; i < count; ++i)
+            ASSERT_NEAR(reinterpret_cast<float*>(out[0].data())[i], ref[i], 1e-4 * (1 + std::fabs(ref[i]))) << i;
+      }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,89 @@
+// Halving-doubling (Rabenseifner): a reduce-scatter by recursive halving, then
+// an allgather by recursive doubling, over the layout's node-major positions.
+// In halving round k a rank keeps one half of the range it is responsible
+// for, sends the other half to the partner whose position differs in bit k
+// and folds the partner's copy of its kept half into the output. Lowest bit
+// first: the largest halves go between neighbours in the node-major order,
+// usually on one node, and only the smaller ones cross nodes (with 2 nodes x
+// 2 ranks: half the buffer over shared memory, a quarter over the network,
+// what the hierarchical algorithm moves). After log2(p) rounds each rank
+// holds the final values of 1/p of the buffer; the doubling rounds swap
+// those back, highest bit first, until every rank has all of it.
+// 2*log2(p) hops moving 2(p-1)/p of the buffer:
+// the ring's bytes at a fraction of its latency, for medium sizes.
+//
+// Every final value is computed by one rank and copied, so all ranks agree
+// bitwise. A range sent in a round is never written later in the halving
+// phase, and the doubling phase only overwrites a range with its final
+// value, which depends on the data sent: connectors may send straight from
+// the caller's memory.
+#include <algorithm>
+
+#include "allreduce.h"
+#include "pairwise.h"
+
+namespace strata {
+
+void buildHalvingDoubling(const PlanShape& shape, uint64_t count, int nchannels,
+                          std::vector<ChannelPlan>& plans) {
+  const int n = shape.nranks;
+  const int pos = shape.posOf(shape.rank);
+  const Fold fold = Fold::of(n, pos);
+  const uint64_t slotElems = shape.slotElems();
+  const uint64_t align = shape.alignElems();
+  for (int ch = 0; ch < nchannels; ++ch) {
+    auto& steps = plans[ch].steps;
+    steps.clear();
+    const Range all = channelRange(count, nchannels, ch, align);
+    if (all.end <= all.begin) continue;
+    if (n == 1) {
+      steps.push_back({Prim::Copy, 0, -1, -1, all.begin, all.begin, all.end - all.begin});
+      continue;
+    }
+    const Range none{all.begin, all.begin};
+    if (fold.vpos < 0) {
+      const int peer = shape.rankAt(fold.partner);
+      appendExchange(steps, {peer, all, none, 0, Prim::Recv, 0}, slotElems);
+      appendExchange(steps, {peer, none, all, 0, Prim::Recv, 0}, slotElems);
+      continue;
+    }
+    uint8_t inFlags = 0;
+    if (fold.partner >= 0) {
+      appendExchange(steps, {shape.rankAt(fold.partner), none, all, 0, Prim::RecvReduceCopy, kPartial},
+                     slotElems);
+      inFlags = kInFromOutput;
+    }
+    // Halving: the range this rank is responsible for shrinks by half each
+    // round; ranges[k] is the one it held before round k.
+    std::vector<Range> held{all};
+    for (int bit = 1; bit < fold.p; bit *= 2) {
+      const Range cur = held.back();
+      uint64_t half = ((cur.end - cur.begin + 1) / 2 + align - 1) / align * align;
+      const uint64_t mid = std::min(cur.end, cur.begin + half);
+      const bool low = (fold.vpos & bit) == 0;
+      const Range keep = low ? Range{cur.begin, mid} : Range{mid, cur.end};
+      const Range give = low ? Range{mid, cur.end} : Range{cur.begin, mid};
+      const int peer = shape.rankAt(fold.posOfVirtual(fold.vpos ^ bit, n));
+      const bool last = bit * 2 == fold.p;
+      appendExchange(steps,
+                     {peer, give, keep, inFlags, Prim::RecvReduceCopy,
+                      static_cast<uint8_t>(inFlags | (last ? 0 : kPartial))},
+                     slotElems);
+      inFlags = kInFromOutput;
+      held.push_back(keep);
+    }
+    // Doubling: undo the halving rounds in reverse, swapping final ranges.
+    for (int bit = fold.p / 2, k = static_cast<int>(held.size()) - 1; bit >= 1; bit /= 2, --k) {
+      const Range mine = held[k];
+      const Range parent = held[k - 1];
+      const Range theirs = mine.begin == parent.begin ? Range{mine.end, parent.end}
+                                                      : Range{parent.begin, mine.begin};
+      const int peer = shape.rankAt(fold.posOfVirtual(fold.vpos ^ bit, n));
+      appendExchange(steps, {peer, mine, theirs, kInFromOutput, Prim::Recv, 0}, slotElems);
+    }
+    if (fold.partner >= 0)
+      appendExchange(steps, {shape.rankAt(fold.partner), all, none, kInFromOutput, Prim::Recv, 0}, slotElems);
+  }
+}
+
+}  // namespace strata

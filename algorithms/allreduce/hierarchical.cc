@@ -1,0 +1,82 @@
+// Hierarchical allreduce, per slice of the buffer:
+//   1. on each node, a ring reduce-scatter over the node's ranks (shared
+//      memory): local rank q ends with block q of the slice summed over its
+//      node;
+//   2. between nodes, an allreduce of each block among the ranks holding it
+//      (one per node): every local rank runs its own ring over the nodes, so
+//      all of a node's ranks (and their network paths) carry the traffic;
+//   3. on each node, a ring allgather of the blocks.
+// Each node sends 2(N-1)/N of the buffer over the network in all, against a
+// flat ring's 2(n-1)/n per crossing rank, and the network hops are 2(N-1)
+// instead of 2(n-1).
+//
+// Nodes with different rank counts split the slice differently; step 2 then
+// works on the segments where no node's block boundary falls, each reduced
+// among the ranks whose blocks contain it. Every rank walks its segments in
+// ascending order, so the segment all its ranks are waiting on always
+// completes. Final values are computed once (in step 2's rings) and copied,
+// so every rank gets the same bits.
+#include <algorithm>
+
+#include "allreduce.h"
+#include "ring_pass.h"
+
+namespace strata {
+
+void buildHierarchicalAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
+                                std::vector<ChannelPlan>& plans) {
+  // One node, or one rank per node: nothing to split into levels.
+  if (!shape.layout || shape.layout->nodes() == 1 || shape.layout->nodes() == shape.nranks)
+    return buildRingAllreduce(shape, count, nchannels, plans);
+  const auto& h = shape.layout->hierarchy;
+  const int nodes = static_cast<int>(h.nodes.size());
+  const int node = h.nodeOf[shape.rank];
+  const auto& mine = h.nodes[node].ranks;
+  const int local = h.localRank[shape.rank];
+  const uint64_t align = shape.alignElems();
+  int fewest = shape.nranks;
+  for (const auto& n : h.nodes) fewest = std::min(fewest, static_cast<int>(n.ranks.size()));
+  // Every node's block is at most a slot.
+  const uint64_t sliceMax = shape.slotElems() * fewest;
+  const RingGroup nodeRing{mine.data(), static_cast<int>(mine.size()), local};
+  const uint8_t crossIn = mine.size() > 1 ? kInFromOutput : 0;
+  std::vector<int> members(nodes);
+  std::vector<uint64_t> cuts;
+
+  for (int ch = 0; ch < nchannels; ++ch) {
+    auto& steps = plans[ch].steps;
+    steps.clear();
+    auto [begin, end] = channelRange(count, nchannels, ch, align);
+    for (uint64_t slice = begin; slice < end; slice += sliceMax) {
+      const uint64_t elems = std::min(sliceMax, end - slice);
+      appendRingReduceScatter(steps, nodeRing, slice, elems, align);
+      // Segments of this rank's block: cut wherever some node's block ends.
+      const Range block = ringBlock(elems, nodeRing.n, local, align);
+      cuts.assign({block.begin, block.end});
+      for (const auto& other : h.nodes) {
+        const int k = static_cast<int>(other.ranks.size());
+        for (int b = 0; b < k; ++b) {
+          uint64_t edge = ringBlock(elems, k, b, align).end;
+          if (edge > block.begin && edge < block.end) cuts.push_back(edge);
+        }
+      }
+      std::sort(cuts.begin(), cuts.end());
+      cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+      for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+        const uint64_t a = cuts[i];
+        for (int k = 0; k < nodes; ++k) {
+          const auto& ranks = h.nodes[k].ranks;
+          const int nk = static_cast<int>(ranks.size());
+          int owner = 0;
+          while (owner + 1 < nk && ringBlock(elems, nk, owner, align).end <= a) ++owner;
+          members[k] = ranks[owner];
+        }
+        const RingGroup cross{members.data(), nodes, node};
+        appendRingAllreduce(steps, cross, slice + a, cuts[i + 1] - a, align, crossIn);
+      }
+      appendRingAllgather(steps, nodeRing, slice, elems, align);
+    }
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,39 @@
+#include "pairwise.h"
+
+#include <algorithm>
+
+namespace strata {
+
+Fold Fold::of(int n, int pos) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int extra = n - p;
+  if (pos < 2 * extra) {
+    if (pos % 2 == 0) return {p, -1, pos + 1};
+    return {p, pos / 2, pos - 1};
+  }
+  return {p, pos - extra, -1};
+}
+
+void appendExchange(std::vector<Step>& steps, const Exchange& x, uint64_t slotElems) {
+  const uint64_t sends = (x.send.end - x.send.begin + slotElems - 1) / slotElems;
+  const uint64_t recvs = (x.recv.end - x.recv.begin + slotElems - 1) / slotElems;
+  auto sendChunk = [&](uint64_t i) {
+    uint64_t off = x.send.begin + i * slotElems;
+    Step s{Prim::Send, 0, -1, x.peer, off, off, std::min(slotElems, x.send.end - off)};
+    s.flags = x.sendFlags;
+    steps.push_back(s);
+  };
+  auto recvChunk = [&](uint64_t i) {
+    uint64_t off = x.recv.begin + i * slotElems;
+    Step s{x.recvPrim, 0, x.peer, -1, off, off, std::min(slotElems, x.recv.end - off)};
+    s.flags = x.recvFlags;
+    steps.push_back(s);
+  };
+  for (uint64_t i = 0; i < std::max(sends, recvs + 1); ++i) {
+    if (i < sends) sendChunk(i);
+    if (i >= 1 && i - 1 < recvs) recvChunk(i - 1);
+  }
+}
+
+}  // namespace strata

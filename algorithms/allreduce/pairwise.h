@@ -1,0 +1,40 @@
+// Pieces shared by the algorithms that pair ranks up by position bits
+// (recursive doubling, halving-doubling).
+#pragma once
+
+#include <vector>
+
+#include "plan.h"
+
+namespace strata {
+
+// n positions seen as a power of two p <= n: the first 2*(n-p) positions
+// pair up, the even one of each pair folding its data into the odd one
+// before the rounds and getting the result back after them.
+struct Fold {
+  int p;        // the power of two
+  int vpos;     // this position's index among the p, -1 if it folds away
+  int partner;  // position this one folds into or receives from, -1 if none
+
+  static Fold of(int n, int pos);
+  // Position of virtual index v.
+  int posOfVirtual(int v, int n) const {
+    int extra = n - p;
+    return v < extra ? 2 * v + 1 : v + extra;
+  }
+};
+
+// Sends [sendBegin, sendEnd) to `peer` while receiving [recvBegin, recvEnd)
+// from it, a slot at a time, each receive one send behind, so two ranks
+// doing it to each other never both wait on full FIFOs. recvPrim is Recv or
+// RecvReduceCopy; flags apply to the sends (sendFlags) and receives.
+struct Exchange {
+  int peer;
+  Range send, recv;
+  uint8_t sendFlags;
+  Prim recvPrim;
+  uint8_t recvFlags;
+};
+void appendExchange(std::vector<Step>& steps, const Exchange& x, uint64_t slotElems);
+
+}  // namespace strata

@@ -1,0 +1,67 @@
+// Recursive doubling: log2(p) rounds; in round k each rank swaps its whole
+// partial result with the rank whose position differs in bit k and folds
+// the two. Positions are the layout's node-major order, so the first rounds
+// pair ranks of one node and only the last ones cross nodes. A rank count
+// that is not a power of two first folds the extra ranks into partners
+// (pairwise.h) and hands them the result at the end: two more hops.
+//
+// Bitwise agreement: in each round both partners evaluate (lower
+// position's value) op (higher's) from the same two values, so every rank
+// ends with the same bits (even for min/max of -0 and +0, or NaNs). The latency is log2(p) hops against the ring's 2(n-1);
+// the bytes, p's log2 times the buffer, make it a small-message algorithm.
+//
+// A round writes the output that the same round sends from, so sends must
+// copy into slots (the planner does not let connectors send from the
+// caller's memory for this algorithm).
+#include <algorithm>
+
+#include "allreduce.h"
+#include "pairwise.h"
+
+namespace strata {
+
+void buildRecursiveDoubling(const PlanShape& shape, uint64_t count, int nchannels,
+                            std::vector<ChannelPlan>& plans) {
+  const int n = shape.nranks;
+  const int pos = shape.posOf(shape.rank);
+  const Fold fold = Fold::of(n, pos);
+  const uint64_t slotElems = shape.slotElems();
+  for (int ch = 0; ch < nchannels; ++ch) {
+    auto& steps = plans[ch].steps;
+    steps.clear();
+    const Range all = channelRange(count, nchannels, ch, shape.alignElems());
+    if (all.end <= all.begin) continue;
+    if (n == 1) {
+      steps.push_back({Prim::Copy, 0, -1, -1, all.begin, all.begin, all.end - all.begin});
+      continue;
+    }
+    const Range none{all.begin, all.begin};
+    if (fold.vpos < 0) {
+      // Hand the input over, take the result back.
+      const int peer = shape.rankAt(fold.partner);
+      appendExchange(steps, {peer, all, none, 0, Prim::Recv, 0}, slotElems);
+      appendExchange(steps, {peer, none, all, 0, Prim::Recv, 0}, slotElems);
+      continue;
+    }
+    uint8_t inFlags = 0;
+    if (fold.partner >= 0) {
+      appendExchange(steps, {shape.rankAt(fold.partner), none, all, 0, Prim::RecvReduceCopy, kPartial},
+                     slotElems);
+      inFlags = kInFromOutput;
+    }
+    for (int bit = 1; bit < fold.p; bit <<= 1) {
+      const int peer = shape.rankAt(fold.posOfVirtual(fold.vpos ^ bit, n));
+      const bool last = bit * 2 == fold.p;
+      const bool lower = (fold.vpos & bit) == 0;
+      appendExchange(steps,
+                     {peer, all, all, inFlags, Prim::RecvReduceCopy,
+                      static_cast<uint8_t>(inFlags | (last ? 0 : kPartial) | (lower ? kOwnFirst : 0))},
+                     slotElems);
+      inFlags = kInFromOutput;
+    }
+    if (fold.partner >= 0)
+      appendExchange(steps, {shape.rankAt(fold.partner), all, none, kInFromOutput, Prim::Recv, 0}, slotElems);
+  }
+}
+
+}  // namespace strata

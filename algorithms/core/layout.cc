@@ -1,0 +1,34 @@
+#include "layout.h"
+
+namespace strata {
+
+Layout Layout::of(topo::Hierarchy hierarchy) {
+  Layout l;
+  l.hierarchy = std::move(hierarchy);
+  const int n = l.hierarchy.nranks();
+  l.posOf.resize(n);
+  for (const topo::Node& node : l.hierarchy.nodes)
+    for (int r : node.ranks) {
+      l.posOf[r] = static_cast<int>(l.order.size());
+      l.order.push_back(r);
+    }
+  return l;
+}
+
+Layout Layout::blocks(int n, int nodes) {
+  topo::Hierarchy h;
+  h.nodeOf.resize(n);
+  h.localRank.resize(n);
+  for (int r = 0; r < n; ++r) {
+    const int k = static_cast<int>(static_cast<long long>(r) * nodes / n);
+    if (static_cast<int>(h.nodes.size()) <= k) h.nodes.resize(k + 1);
+    topo::Node& node = h.nodes[k];
+    if (node.hostKey.empty()) node.hostKey = node.hostname = "node" + std::to_string(k);
+    h.nodeOf[r] = k;
+    h.localRank[r] = static_cast<int>(node.ranks.size());
+    node.ranks.push_back(r);
+  }
+  return of(std::move(h));
+}
+
+}  // namespace strata

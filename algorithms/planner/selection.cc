@@ -1,0 +1,236 @@
+#include "selection.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+#include "pairwise.h"
+
+namespace strata {
+namespace {
+
+struct Named {
+  const char* name;
+  AllreduceAlgo algo;
+};
+constexpr Named kNames[] = {
+    {"ring", AllreduceAlgo::Ring},  {"oneshot", AllreduceAlgo::OneShot},
+    {"rd", AllreduceAlgo::RecursiveDoubling}, {"hd", AllreduceAlgo::HalvingDoubling},
+    {"tree", AllreduceAlgo::Tree},  {"hier", AllreduceAlgo::Hierarchical},
+};
+
+// The model's view of the layout: costs of the link between two positions.
+struct View {
+  const CostModel& m;
+  const PlanShape& s;
+
+  bool cross(int posA, int posB) const {
+    return s.layout && s.layout->crossesNodes(s.rankAt(posA), s.rankAt(posB));
+  }
+  const LinkCost& link(int posA, int posB) const { return cross(posA, posB) ? m.net : m.shm; }
+  // Time to move `bytes` over `l` when every rank of a node does at once:
+  // the network is the node's, shared by its ranks.
+  double concurrentUs(const LinkCost& l, double bytes) const {
+    return &l == &m.net ? l.us(bytes * mostPerNode()) : l.us(bytes);
+  }
+  int nodes() const { return s.layout ? s.layout->nodes() : 1; }
+  int mostPerNode() const {
+    int most = 1;
+    if (!s.layout) return s.nranks;
+    for (const auto& node : s.layout->hierarchy.nodes) most = std::max(most, static_cast<int>(node.ranks.size()));
+    return most;
+  }
+  // The slowest link any pair at distance `bit` in the virtual order uses.
+  const LinkCost& roundLink(const Fold& f, int bit) const {
+    for (int v = 0; v < f.p; ++v)
+      if (cross(f.posOfVirtual(v, s.nranks), f.posOfVirtual(v ^ bit, s.nranks))) return m.net;
+    return m.shm;
+  }
+  double foldUs(const Fold& f, double bytes) const {
+    if (f.p == s.nranks) return 0;
+    const LinkCost* worst = &m.shm;
+    for (int pos = 0; pos + 1 < 2 * (s.nranks - f.p); pos += 2)
+      if (cross(pos, pos + 1)) worst = &m.net;
+    return 2 * worst->us(bytes);
+  }
+};
+
+double ringUs(const View& v, double bytes) {
+  const int n = v.s.nranks;
+  const LinkCost& l = v.nodes() > 1 ? v.m.net : v.m.shm;
+  return 2 * (n - 1) * (l.latencyUs + bytes / n / (l.gbps * 1e3));
+}
+
+double oneshotUs(const View& v, double bytes) {
+  double worstLat = 0, sendUs = 0;
+  for (int p = 1; p < v.s.nranks; ++p) {
+    const LinkCost& l = v.link(0, p);
+    worstLat = std::max(worstLat, l.latencyUs);
+    sendUs += v.concurrentUs(l, bytes) - l.latencyUs;
+  }
+  return worstLat + sendUs;
+}
+
+double rdUs(const View& v, double bytes) {
+  const Fold f = Fold::of(v.s.nranks, 0);
+  double t = v.foldUs(f, bytes);
+  for (int bit = 1; bit < f.p; bit *= 2) t += v.concurrentUs(v.roundLink(f, bit), bytes);
+  return t;
+}
+
+double hdUs(const View& v, double bytes) {
+  const Fold f = Fold::of(v.s.nranks, 0);
+  double t = v.foldUs(f, bytes);
+  double part = bytes;
+  for (int bit = 1; bit < f.p; bit *= 2) {
+    part /= 2;
+    t += 2 * v.concurrentUs(v.roundLink(f, bit), part);
+  }
+  return t;
+}
+
+double treeUs(const View& v, double bytes) {
+  const int chain = v.mostPerNode() - 1;
+  const int levels = static_cast<int>(std::ceil(std::log2(v.nodes() + 1))) - 1;
+  const LinkCost& slow = v.nodes() > 1 ? v.m.net : v.m.shm;
+  // Up and down, each hop once per chunk; the busiest rank (a node leader
+  // with two child nodes and a chain) moves the buffer four times.
+  const double fanout = v.nodes() > 2 ? 4 : (v.nodes() > 1 ? 3 : 2);
+  return 2 * (chain * v.m.shm.latencyUs + levels * v.m.net.latencyUs) + fanout * bytes / (slow.gbps * 1e3);
+}
+
+double hierUs(const View& v, double bytes) {
+  const int nodes = v.nodes();
+  if (nodes == 1 || nodes == v.s.nranks) return ringUs(v, bytes);
+  const int local = v.mostPerNode();
+  // A node's ranks each run a ring over the nodes on 1/local of the buffer,
+  // together moving what one ring over the nodes would.
+  return 2 * (local - 1) * v.m.shm.us(bytes / local) +
+         2 * (nodes - 1) * (v.m.net.latencyUs + bytes / nodes / (v.m.net.gbps * 1e3));
+}
+
+}  // namespace
+
+const char* algoName(AllreduceAlgo algo) {
+  for (const Named& n : kNames)
+    if (n.algo == algo) return n.name;
+  return "?";
+}
+
+Status parseLinkCost(const std::string& text, const char* var, LinkCost* out) {
+  char* end = nullptr;
+  const char* s = text.c_str();
+  double lat = std::strtod(s, &end);
+  double bw = 0;
+  bool ok = end != s && *end == ',';
+  if (ok) {
+    const char* b = end + 1;
+    bw = std::strtod(b, &end);
+    ok = end != b && *end == '\0' && lat >= 0 && bw > 0 && std::isfinite(lat) && std::isfinite(bw);
+  }
+  if (!ok)
+    return makeErrorQuiet(STRATA_ERR_INVALID_ARGUMENT,
+                          "%s='%s' is not 'latency_us,GB/s' (two numbers, latency >= 0, bandwidth > 0)",
+                          var, text.c_str());
+  *out = {lat, bw};
+  return Status::ok();
+}
+
+Status parseForcedAlgo(const std::string& text, bool* forced, AllreduceAlgo* algo) {
+  *forced = !text.empty();
+  if (text.empty()) return Status::ok();
+  for (const Named& n : kNames)
+    if (text == n.name) {
+      *algo = n.algo;
+      return Status::ok();
+    }
+  return makeErrorQuiet(STRATA_ERR_INVALID_ARGUMENT,
+                        "STRATA_ALGO='%s' is not an algorithm (ring, oneshot, rd, hd, tree, hier)", text.c_str());
+}
+
+double estimateUs(const CostModel& model, AllreduceAlgo algo, const PlanShape& shape, uint64_t bytes,
+                  size_t oneshotBytes) {
+  const View v{model, shape};
+  const double b = static_cast<double>(bytes);
+  switch (algo) {
+    case AllreduceAlgo::Ring: return ringUs(v, b);
+    case AllreduceAlgo::OneShot:
+      if (bytes > shape.slotBytes || bytes > oneshotBytes) return std::numeric_limits<double>::infinity();
+      return oneshotUs(v, b);
+    case AllreduceAlgo::RecursiveDoubling: return rdUs(v, b);
+    case AllreduceAlgo::HalvingDoubling: return hdUs(v, b);
+    case AllreduceAlgo::Tree: return treeUs(v, b);
+    case AllreduceAlgo::Hierarchical: return hierUs(v, b);
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+Status Tuning::create(const std::string& forcedAlgo, size_t oneshotBytes, const CostModel& model,
+                      const PlanShape& shape, Tuning* out) {
+  Tuning t;
+  STRATA_CHECK(parseForcedAlgo(forcedAlgo, &t.forced_, &t.forcedAlgo_));
+  t.oneshotBytes_ = oneshotBytes;
+  for (int k = 0; k < kBuckets; ++k) {
+    const uint64_t bytes = uint64_t(1) << k;
+    double best = std::numeric_limits<double>::infinity();
+    for (const Named& n : kNames) {
+      double us = estimateUs(model, n.algo, shape, bytes, oneshotBytes);
+      if (us < best) {
+        best = us;
+        t.byLog2_[k] = n.algo;
+      }
+    }
+  }
+  *out = t;
+  return Status::ok();
+}
+
+Status Tuning::chooseAllreduce(const PlanShape& shape, uint64_t count, AllreduceChoice* choice) const {
+  const uint64_t bytes = count * shape.elemSize;
+  AllreduceAlgo algo;
+  if (forced_) {
+    algo = forcedAlgo_;
+    if (algo == AllreduceAlgo::OneShot && bytes > shape.slotBytes)
+      return makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
+                            "STRATA_ALGO=oneshot cannot carry %llu bytes: it needs the buffer to "
+                            "fit one slot (STRATA_SLOT_BYTES=%zu)",
+                            (unsigned long long)bytes, shape.slotBytes);
+  } else {
+    int k = bytes <= 1 ? 0 : 64 - __builtin_clzll(bytes - 1);
+    algo = byLog2_[std::min(k, kBuckets - 1)];
+    // A bucket's upper size decided; a one-shot pick must still fit.
+    if (algo == AllreduceAlgo::OneShot && (bytes > shape.slotBytes || bytes > oneshotBytes_))
+      algo = AllreduceAlgo::RecursiveDoubling;
+  }
+  *choice = {algo, algo == AllreduceAlgo::OneShot ? 1 : shape.channelsFor(bytes)};
+  return Status::ok();
+}
+
+bool Tuning::useDirect(uint64_t bytes) const {
+  if (forced_ && (forcedAlgo_ == AllreduceAlgo::OneShot || forcedAlgo_ == AllreduceAlgo::Ring))
+    return forcedAlgo_ == AllreduceAlgo::OneShot;
+  return bytes <= oneshotBytes_;
+}
+
+std::string Tuning::describe() const {
+  if (forced_) return std::string(algoName(forcedAlgo_)) + " (STRATA_ALGO)";
+  auto size = [](int k) {
+    char buf[32];
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    std::snprintf(buf, sizeof(buf), "%llu%s", 1ull << (k % 10), units[k / 10]);
+    return std::string(buf);
+  };
+  std::string out;
+  int start = 0;
+  for (int k = 1; k <= kBuckets; ++k) {
+    if (k < kBuckets && byLog2_[k] == byLog2_[start]) continue;
+    if (!out.empty()) out += ", ";
+    out += size(start) + (k == kBuckets ? "+" : "-" + size(k - 1)) + " " + algoName(byLog2_[start]);
+    start = k;
+  }
+  return out;
+}
+
+}  // namespace strata
