@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "hwloc_probe.h"
 #include "log.h"
 #include "params.h"
 
@@ -60,8 +61,29 @@ HostInfo probeHost() {
   info.pid = static_cast<int32_t>(getpid());
   info.pidNamespace = namespaceInode("/proc/self/ns/pid");
   info.cpusAllowed = cpusAllowed(info.cpuMask);
-  STRATA_INFO(TOPO, "host id '%s', %d cores in the affinity mask", info.hostId, info.cpusAllowed);
+
+  const TopologyProbe probe = probeTopology(maskCpus(info));
+  const Machine& m = probe.machine;
+  const Placement& p = probe.placement;
+  info.package = p.package;
+  info.numaNode = p.numa;
+  info.packages = m.packages;
+  info.numaNodes = m.numaNodes;
+  info.cores = m.cores;
+  info.pus = m.pus;
+  std::snprintf(info.nic, sizeof(info.nic), "%s", p.nic.c_str());
+  STRATA_INFO(TOPO, "host id '%s', %d cores in the affinity mask; %s: %d packages, %d NUMA nodes, "
+              "%d cores, %d PUs; cpus %s%s in package %d, NUMA node %d, nearest nic '%s'",
+              info.hostId, info.cpusAllowed, m.source.c_str(), m.packages, m.numaNodes, m.cores, m.pus,
+              p.cpus.c_str(), p.fromTopoCpus ? " (STRATA_TOPO_CPUS)" : "", p.package, p.numa, info.nic);
   return info;
+}
+
+std::vector<int> maskCpus(const HostInfo& h) {
+  std::vector<int> cpus;
+  for (int c = 0; c < kCpuMaskWords * 64; ++c)
+    if (h.cpuMask[c / 64] >> (c % 64) & 1) cpus.push_back(c);
+  return cpus;
 }
 
 bool sameHost(const HostInfo& a, const HostInfo& b) {

@@ -1,7 +1,9 @@
 // What a rank knows about the machine it runs on, before talking to anyone:
-// a host fingerprint (ranks with equal fingerprints can share memory) and the
-// cores it may run on. The bootstrap gathers every rank's HostInfo so each
-// rank can tell which peers share its host.
+// a host fingerprint (ranks with equal fingerprints can share memory), the
+// cores it may run on, and where it sits in the host (package, NUMA node,
+// nearest NIC: hwloc_probe.h). The bootstrap gathers every rank's HostInfo as
+// raw bytes so each rank can tell which peers share its host and socket: it
+// stays a fixed-size struct of plain fields.
 #pragma once
 
 #include <sys/types.h>
@@ -15,6 +17,7 @@ namespace strata::topo {
 
 constexpr size_t kHostIdBytes = 64;
 constexpr int kCpuMaskWords = 16;  // cores 0..1023; more are not counted
+constexpr size_t kNicNameBytes = 16;  // IFNAMSIZ
 
 struct HostInfo {
   // hostname, kernel boot id and network namespace inode, or STRATA_HOSTID.
@@ -26,9 +29,23 @@ struct HostInfo {
   uint64_t pidNamespace;  // pids of peers mean something only in the same one
   int32_t cpusAllowed;  // cores in this process's affinity mask
   uint64_t cpuMask[kCpuMaskWords];  // which ones
+  // The rank's placement, in hwloc's logical indexes: the package and NUMA
+  // node holding all the cpus it is bound to (STRATA_TOPO_CPUS or the mask),
+  // -1 when they span several or the topology is unknown.
+  int32_t package;
+  int32_t numaNode;
+  // The host (or the topology STRATA_TOPO_FILE / _SYNTHETIC describes).
+  int32_t packages;
+  int32_t numaNodes;
+  int32_t cores;
+  int32_t pus;
+  char nic[kNicNameBytes];  // nearest network interface; empty if none is known
 };
 
 HostInfo probeHost();
+
+// The cpus of the affinity mask, as OS cpu numbers.
+std::vector<int> maskCpus(const HostInfo& h);
 
 bool sameHost(const HostInfo& a, const HostInfo& b);
 // The host id as a string: equal for two HostInfos exactly when sameHost.
