@@ -1,7 +1,7 @@
 // The job's hierarchy as every rank sees it after the bootstrap: cluster >
-// node (host) > rank. Built from every rank's HostInfo alone, so all ranks
-// build the same one without talking further. Algorithms read it to keep
-// traffic inside a node where they can.
+// node (host) > socket (package) > rank. Built from every rank's HostInfo
+// alone, so all ranks build the same one without talking further. Algorithms
+// read it to keep traffic inside a node, or a socket, where they can.
 #pragma once
 
 #include <string>
@@ -11,16 +11,26 @@
 
 namespace strata::topo {
 
+// A node's ranks bound within one package. Package -1 gathers the ranks
+// whose cpus span several packages or whose package is unknown.
+struct Socket {
+  int package;
+  std::vector<int> ranks;  // ascending
+};
+
 struct Node {
   std::string hostKey;
   std::string hostname;
-  std::vector<int> ranks;  // ascending
+  std::vector<int> ranks;          // ascending
+  std::vector<Socket> sockets;     // ascending package, the -1 entry (if any) last
+  std::vector<std::string> nics;   // its ranks' nearest NICs, each once, in rank order
 };
 
 struct Hierarchy {
   std::vector<Node> nodes;     // in order of their lowest rank
   std::vector<int> nodeOf;     // rank -> index into nodes
   std::vector<int> localRank;  // rank -> position in its node's ranks
+  std::vector<int> socketOf;   // rank -> index into its node's sockets
 
   int nranks() const { return static_cast<int>(nodeOf.size()); }
   // Same number of ranks on every node.
