@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "describe.h"
 #include "host.h"
 #include "hwloc_probe.h"
 #include "params.h"
@@ -168,6 +169,7 @@ TEST_F(Probe, CachesFromTheSyntheticString) {
   EXPECT_EQ(p.machine.l3BytesPerPackage, (std::vector<uint64_t>{32ull << 20, 32ull << 20}));
   EXPECT_EQ(p.machine.l2Bytes, 1ull << 20);
   EXPECT_EQ(p.placement.package, 0);
+  EXPECT_NE(describeMachine(p).find("L3 32 MiB in package 1"), std::string::npos) << describeMachine(p);
 }
 
 // An XML file hwloc itself writes (of a synthetic topology, with a NUMA

@@ -1,0 +1,221 @@
+#include "describe.h"
+
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <type_traits>
+
+namespace strata::topo {
+namespace {
+
+std::string count(long n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string bytesText(uint64_t b) {
+  char text[32];
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0) std::snprintf(text, sizeof(text), "%llu GiB", (unsigned long long)(b >> 30));
+  else if (b >= (1ull << 20) && b % (1ull << 20) == 0) std::snprintf(text, sizeof(text), "%llu MiB", (unsigned long long)(b >> 20));
+  else if (b >= (1ull << 10) && b % (1ull << 10) == 0) std::snprintf(text, sizeof(text), "%llu KiB", (unsigned long long)(b >> 10));
+  else std::snprintf(text, sizeof(text), "%llu B", (unsigned long long)b);
+  return text;
+}
+
+std::string field(const char* text, size_t bytes) { return std::string(text, strnlen(text, bytes)); }
+
+template <typename T>
+std::string jsonArray(const std::vector<T>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ",";
+    if constexpr (std::is_same_v<T, std::string>) out += jsonQuote(items[i]);
+    else out += std::to_string(items[i]);
+  }
+  return out + "]";
+}
+
+// The length of the valid UTF-8 sequence at s[i..n), or 0 if there is none.
+size_t utf8Length(const unsigned char* s, size_t i, size_t n) {
+  const unsigned char c = s[i];
+  size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+  if (len == 0 || i + len > n) return 0;
+  for (size_t k = 1; k < len; ++k)
+    if ((s[i + k] & 0xc0) != 0x80) return 0;
+  return len;
+}
+
+std::string deviceText(const IoDevice& d) {
+  std::string s = d.name;
+  if (!d.subtype.empty()) s += " [" + d.subtype + "]";
+  s += " (";
+  if (!d.pciBusId.empty()) s += "pci " + d.pciBusId + ", ";
+  s += d.package >= 0 ? "package " + std::to_string(d.package) : std::string("no single package");
+  if (d.numa >= 0) s += ", NUMA " + std::to_string(d.numa);
+  return s + ")";
+}
+
+std::string devicesText(const std::vector<IoDevice>& devices) {
+  if (devices.empty()) return "none";
+  std::string s;
+  for (const IoDevice& d : devices) s += (s.empty() ? "" : "; ") + deviceText(d);
+  return s;
+}
+
+std::string devicesJson(const std::vector<IoDevice>& devices) {
+  std::string out = "[";
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const IoDevice& d = devices[i];
+    out += std::string(i ? "," : "") + "{\"name\":" + jsonQuote(d.name) + ",\"subtype\":" + jsonQuote(d.subtype) +
+           ",\"pciBusId\":" + jsonQuote(d.pciBusId) + ",\"package\":" + std::to_string(d.package) +
+           ",\"numa\":" + std::to_string(d.numa) + "}";
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+std::string jsonQuote(const std::string& text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  std::string out = "\"";
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    const size_t len = utf8Length(s, i, n);
+    if (len == 0) {
+      out += "\\ufffd";
+      ++i;
+      continue;
+    }
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char esc[8];
+      std::snprintf(esc, sizeof(esc), "\\u%04x", c);
+      out += esc;
+    } else {
+      out.append(text, i, len);
+    }
+    i += len;
+  }
+  return out + "\"";
+}
+
+std::string describeTree(const Hierarchy& h, const std::vector<HostInfo>& all) {
+  // Hosts told apart only by STRATA_HOSTID share a hostname: show their ids.
+  std::set<std::string> names, shared;
+  for (const Node& node : h.nodes)
+    if (!names.insert(node.hostname).second) shared.insert(node.hostname);
+
+  std::string out = "cluster: " + count(static_cast<long>(h.nodes.size()), "node", "nodes") + ", " +
+                    count(h.nranks(), "rank", "ranks") + "\n";
+  for (size_t n = 0; n < h.nodes.size(); ++n) {
+    const Node& node = h.nodes[n];
+    const HostInfo& host = all[node.ranks.front()];
+    out += "  node " + std::to_string(n) + " " + node.hostname;
+    if (shared.count(node.hostname)) out += " [host id " + node.hostKey + "]";
+    out += " (" + count(host.packages, "package", "packages") + ", " + std::to_string(host.numaNodes) +
+           " NUMA, " + count(host.cores, "core", "cores") + ", " + count(host.pus, "PU", "PUs") + ", ";
+    if (node.nics.empty()) out += "no nic";
+    else out += node.nics.size() == 1 ? "nic" : "nics";
+    for (const std::string& nic : node.nics) out += " " + nic;
+    out += ")\n";
+    for (const Socket& socket : node.sockets) {
+      out += socket.package >= 0 ? "    socket " + std::to_string(socket.package) + ":" : std::string("    socket ?:");
+      out += socket.ranks.size() == 1 ? " rank" : " ranks";
+      for (int r : socket.ranks) out += " " + std::to_string(r);
+      if (socket.package < 0) out += " (cpus span packages, or the package is unknown)";
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+std::string describeJson(const Hierarchy& h, const std::vector<HostInfo>& all) {
+  std::string out = "{\"nranks\":" + std::to_string(h.nranks()) + ",\"nodes\":[";
+  for (size_t n = 0; n < h.nodes.size(); ++n) {
+    const Node& node = h.nodes[n];
+    const HostInfo& host = all[node.ranks.front()];
+    out += std::string(n ? "," : "") + "{\"node\":" + std::to_string(n) + ",\"hostname\":" +
+           jsonQuote(node.hostname) + ",\"hostId\":" + jsonQuote(node.hostKey) +
+           ",\"packages\":" + std::to_string(host.packages) + ",\"numaNodes\":" + std::to_string(host.numaNodes) +
+           ",\"cores\":" + std::to_string(host.cores) + ",\"pus\":" + std::to_string(host.pus) +
+           ",\"nics\":" + jsonArray(node.nics) + ",\"ranks\":" + jsonArray(node.ranks) + ",\"sockets\":[";
+    for (size_t s = 0; s < node.sockets.size(); ++s)
+      out += std::string(s ? "," : "") + "{\"package\":" + std::to_string(node.sockets[s].package) +
+             ",\"ranks\":" + jsonArray(node.sockets[s].ranks) + "}";
+    out += "]}";
+  }
+  out += "],\"ranks\":[";
+  for (int r = 0; r < h.nranks(); ++r) {
+    const HostInfo& host = all[r];
+    out += std::string(r ? "," : "") + "{\"rank\":" + std::to_string(r) + ",\"node\":" +
+           std::to_string(h.nodeOf[r]) + ",\"localRank\":" + std::to_string(h.localRank[r]) +
+           ",\"socket\":" + std::to_string(h.socketOf[r]) + ",\"package\":" + std::to_string(host.package) +
+           ",\"numaNode\":" + std::to_string(host.numaNode) + ",\"cpusAllowed\":" +
+           std::to_string(host.cpusAllowed) + ",\"nic\":" + jsonQuote(field(host.nic, kNicNameBytes)) +
+           ",\"pid\":" + std::to_string(host.pid) + "}";
+  }
+  return out + "]}";
+}
+
+std::string describeMachine(const TopologyProbe& probe) {
+  const Machine& m = probe.machine;
+  const Placement& p = probe.placement;
+  std::string out = "machine: " + m.source + "\n";
+  out += "  " + count(m.packages, "package", "packages") + ", " +
+         count(m.numaNodes, "NUMA node", "NUMA nodes") + ", " + count(m.cores, "core", "cores") + ", " +
+         count(m.pus, "PU", "PUs") + "\n";
+  std::string caches;
+  if (m.l1dBytes) caches += "L1d " + bytesText(m.l1dBytes);
+  if (m.l2Bytes) caches += (caches.empty() ? "" : ", ") + std::string("L2 ") + bytesText(m.l2Bytes);
+  if (!caches.empty()) caches += " (first core)";
+  for (size_t pkg = 0; pkg < m.l3BytesPerPackage.size(); ++pkg)
+    if (m.l3BytesPerPackage[pkg])
+      caches += (caches.empty() ? "" : "; ") + std::string("L3 ") + bytesText(m.l3BytesPerPackage[pkg]) +
+                " in package " + std::to_string(pkg);
+  out += "  caches: " + (caches.empty() ? std::string("unknown") : caches) + "\n";
+  out += "  nics: " + devicesText(m.nics) + "\n";
+  out += "  rdma: " + devicesText(m.rdma) + "\n";
+  out += "  gpus: " + devicesText(m.gpus) + "\n";
+  if (m.numaDistances.empty()) {
+    out += "  NUMA distances: none reported\n";
+  } else {
+    out += "  NUMA distances:\n      ";
+    char cell[16];
+    for (int j = 0; j < m.numaNodes; ++j) {
+      std::snprintf(cell, sizeof(cell), "%5d", j);
+      out += cell;
+    }
+    for (int i = 0; i < m.numaNodes; ++i) {
+      std::snprintf(cell, sizeof(cell), "\n  %4d", i);
+      out += cell;
+      for (int j = 0; j < m.numaNodes; ++j) {
+        std::snprintf(cell, sizeof(cell), "%5llu", (unsigned long long)m.numaDistances[size_t(i) * m.numaNodes + j]);
+        out += cell;
+      }
+    }
+    out += "\n";
+  }
+  out += "this rank: cpus " + (p.cpus.empty() ? std::string("(none in the topology)") : p.cpus) +
+         (p.fromTopoCpus ? " (STRATA_TOPO_CPUS)" : " (affinity mask)") + ", package " +
+         (p.package >= 0 ? std::to_string(p.package) : std::string("?")) + ", NUMA node " +
+         (p.numa >= 0 ? std::to_string(p.numa) : std::string("?")) + ", nearest nic " +
+         (p.nic.empty() ? std::string("none") : p.nic) + "\n";
+  return out;
+}
+
+std::string describeMachineJson(const TopologyProbe& probe) {
+  const Machine& m = probe.machine;
+  const Placement& p = probe.placement;
+  return "{\"source\":" + jsonQuote(m.source) + ",\"packages\":" + std::to_string(m.packages) +
+         ",\"numaNodes\":" + std::to_string(m.numaNodes) + ",\"cores\":" + std::to_string(m.cores) +
+         ",\"pus\":" + std::to_string(m.pus) + ",\"l1dBytes\":" + std::to_string(m.l1dBytes) +
+         ",\"l2Bytes\":" + std::to_string(m.l2Bytes) + ",\"l3BytesPerPackage\":" + jsonArray(m.l3BytesPerPackage) +
+         ",\"nics\":" + devicesJson(m.nics) + ",\"rdma\":" + devicesJson(m.rdma) + ",\"gpus\":" +
+         devicesJson(m.gpus) + ",\"numaDistances\":" + jsonArray(m.numaDistances) + ",\"placement\":{\"cpus\":" +
+         jsonQuote(p.cpus) + ",\"fromTopoCpus\":" + (p.fromTopoCpus ? "true" : "false") + ",\"package\":" +
+         std::to_string(p.package) + ",\"numa\":" + std::to_string(p.numa) + ",\"nic\":" + jsonQuote(p.nic) + "}}";
+}
+
+}  // namespace strata::topo
