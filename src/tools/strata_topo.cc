@@ -1,0 +1,127 @@
+// strata-topo: the topology strata sees.
+//   strata-topo          this process alone: its machine as hwloc describes it
+//                        (packages, NUMA nodes, cores, caches, NICs, RDMA
+//                        devices, GPUs, NUMA distances), where it is bound,
+//                        and the one-rank hierarchy
+//   strata-topo --json   the same as one JSON document
+// Started by a launcher (torchrun's RANK, WORLD_SIZE, MASTER_ADDR and
+// MASTER_PORT, or mpirun / srun through PMIx), every rank joins one
+// communicator through strata_comm_init_world, the ranks' HostInfos are
+// allgathered over it, and rank 0 prints the whole job: rank 0's machine, the
+// hierarchy (nodes > sockets > ranks) and, for every pair of ranks, the
+// transport they connect over.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "describe.h"
+#include "params.h"
+#include "pmix_job.h"
+#include "strata/strata.h"
+#include "transport.h"
+
+namespace {
+
+using strata::topo::HostInfo;
+
+struct PairTransport {
+  int a, b;
+  std::string transport;  // "none" when no transport reaches across the pair
+};
+
+// What Comm::connectTransports picks for each pair: the first transport, in
+// preference order, that can connect the two hosts (only STRATA_TRANSPORT's
+// when that is set).
+std::vector<PairTransport> pairTransports(const std::vector<HostInfo>& all) {
+  const auto transports = strata::makeTransports();
+  const std::string& forced = strata::params::transport();
+  std::vector<PairTransport> pairs;
+  for (int a = 0; a < static_cast<int>(all.size()); ++a) {
+    for (int b = a + 1; b < static_cast<int>(all.size()); ++b) {
+      PairTransport p{a, b, "none"};
+      for (const auto& t : transports) {
+        if (!forced.empty() && forced != t->name()) continue;
+        if (t->canConnect(all[a], all[b])) {
+          p.transport = t->name();
+          break;
+        }
+      }
+      pairs.push_back(p);
+    }
+  }
+  return pairs;
+}
+
+std::string transportMatrix(int nranks, const std::vector<PairTransport>& pairs) {
+  std::vector<std::string> cell(size_t(nranks) * nranks, "-");
+  for (const PairTransport& p : pairs) cell[size_t(p.a) * nranks + p.b] = cell[size_t(p.b) * nranks + p.a] = p.transport;
+  std::string out = "transports (rank x rank):\n      ";
+  char text[32];
+  for (int b = 0; b < nranks; ++b) {
+    std::snprintf(text, sizeof(text), "%6d", b);
+    out += text;
+  }
+  for (int a = 0; a < nranks; ++a) {
+    std::snprintf(text, sizeof(text), "\n%6d", a);
+    out += text;
+    for (int b = 0; b < nranks; ++b) {
+      std::snprintf(text, sizeof(text), "%6s", cell[size_t(a) * nranks + b].c_str());
+      out += text;
+    }
+  }
+  return out + "\n";
+}
+
+void print(const std::vector<HostInfo>& all, bool json) {
+  using namespace strata::topo;
+  const TopologyProbe probe = probeTopology(maskCpus(all[0]));  // all[0] is this process
+  const Hierarchy h = buildHierarchy(all);
+  const std::vector<PairTransport> pairs = pairTransports(all);
+  if (json) {
+    std::string out = "{\"machine\":" + describeMachineJson(probe) + ",\"hierarchy\":" + describeJson(h, all) +
+                      ",\"transports\":[";
+    for (size_t i = 0; i < pairs.size(); ++i)
+      out += std::string(i ? "," : "") + "{\"ranks\":[" + std::to_string(pairs[i].a) + "," +
+             std::to_string(pairs[i].b) + "],\"transport\":" + jsonQuote(pairs[i].transport) + "}";
+    std::printf("%s]}\n", out.c_str());
+    return;
+  }
+  std::printf("%s\n%s", describeMachine(probe).c_str(), describeTree(h, all).c_str());
+  if (all.size() > 1) std::printf("\n%s", transportMatrix(static_cast<int>(all.size()), pairs).c_str());
+}
+
+int fail(const char* what, strata_comm_t comm) {
+  std::fprintf(stderr, "strata-topo: %s failed: %s\n", what, comm ? strata_comm_last_error(comm) : strata_last_error());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool json = argc == 2 && std::strcmp(argv[1], "--json") == 0;
+  if (argc > 2 || (argc == 2 && !json)) {
+    std::fprintf(stderr, "usage: %s [--json]\n  alone: this process's view; under torchrun, mpirun or srun: "
+                 "rank 0 prints the whole job\n", argv[0]);
+    return 2;
+  }
+  HostInfo self = strata::topo::probeHost();
+  // The launchers strata_comm_init_world recognizes.
+  if (!strata::launch::launchedByPmix() && !std::getenv("RANK") && !std::getenv("WORLD_SIZE")) {
+    print({self}, json);
+    return 0;
+  }
+  strata_comm_t comm = nullptr;
+  if (strata_comm_init_world(&comm) != STRATA_SUCCESS) return fail("strata_comm_init_world", nullptr);
+  int rank = 0, nranks = 0;
+  if (strata_comm_rank(comm, &rank) != STRATA_SUCCESS || strata_comm_size(comm, &nranks) != STRATA_SUCCESS)
+    return fail("strata_comm_rank/size", comm);
+  std::vector<HostInfo> all(nranks);
+  if (strata_allgather(&self, all.data(), sizeof(HostInfo), STRATA_UINT8, comm) != STRATA_SUCCESS)
+    return fail("strata_allgather of the ranks' HostInfo", comm);
+  if (rank == 0) print(all, json);
+  strata_comm_destroy(comm);
+  return 0;
+}
