@@ -48,13 +48,14 @@ HostInfo probeHost() {
   HostInfo info;
   std::memset(&info, 0, sizeof(info));
   gethostname(info.hostname, sizeof(info.hostname) - 1);
+  const std::string boot = bootId();
+  std::snprintf(info.machineId, sizeof(info.machineId), "%.40s|%.20s", info.hostname, boot.c_str());
   const std::string& forced = params::hostId();
   if (!forced.empty()) {
     std::snprintf(info.hostId, sizeof(info.hostId), "%s", forced.c_str());
   } else {
     // Truncated fields keep the id inside its fixed size; 20 hex digits of the
     // boot id are plenty to tell machines apart.
-    std::string boot = bootId();
     std::snprintf(info.hostId, sizeof(info.hostId), "%.24s|%.20s|%llu", info.hostname,
                   boot.c_str(), namespaceInode("/proc/self/ns/net"));
   }
@@ -86,6 +87,10 @@ std::vector<int> maskCpus(const HostInfo& h) {
   return cpus;
 }
 
+std::string machineKey(const HostInfo& h) {
+  return std::string(h.machineId, strnlen(h.machineId, kHostIdBytes));
+}
+
 bool sameHost(const HostInfo& a, const HostInfo& b) {
   return std::strncmp(a.hostId, b.hostId, kHostIdBytes) == 0;
 }
@@ -100,7 +105,7 @@ std::unordered_map<std::string, HostShare> hostShares(const std::vector<HostInfo
   };
   std::unordered_map<std::string, Union> unions;
   for (const HostInfo& h : all) {
-    Union& u = unions[hostKey(h)];
+    Union& u = unions[machineKey(h)];
     for (int w = 0; w < kCpuMaskWords; ++w) u.mask[w] |= h.cpuMask[w];
     u.largest = std::max(u.largest, static_cast<int>(h.cpusAllowed));
     ++u.ranks;

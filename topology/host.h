@@ -24,6 +24,10 @@ struct HostInfo {
   // Two network namespaces on one machine get different ids: they cannot
   // reach each other's abstract sockets, and issue-3 tests treat them as hosts.
   char hostId[kHostIdBytes];
+  // hostname and kernel boot id, whatever the namespace or STRATA_HOSTID:
+  // ranks with equal machine ids share cores even when they cannot share
+  // memory (containers, network namespaces, simulated nodes).
+  char machineId[kHostIdBytes];
   char hostname[64];
   int32_t pid;
   uint64_t pidNamespace;  // pids of peers mean something only in the same one
@@ -51,14 +55,17 @@ bool sameHost(const HostInfo& a, const HostInfo& b);
 // The host id as a string: equal for two HostInfos exactly when sameHost.
 std::string hostKey(const HostInfo& h);
 
-// What the ranks on one host share: how many they are, and the cores they
+// The machine id as a string.
+std::string machineKey(const HostInfo& h);
+
+// What the ranks on one machine share: how many they are, and the cores they
 // may run on together (the union of their affinity masks: ranks a launcher
 // binds to a core each see one core in their own mask, yet do not share it).
 struct HostShare {
   int ranks = 0;
   int cores = 0;
 };
-// Keyed by hostKey, from every rank's HostInfo in one pass.
+// Keyed by machineKey, from every rank's HostInfo in one pass.
 std::unordered_map<std::string, HostShare> hostShares(const std::vector<HostInfo>& all);
 
 }  // namespace strata::topo

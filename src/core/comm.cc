@@ -1,5 +1,7 @@
 #include "comm.h"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <string>
 #include <unordered_map>
@@ -54,7 +56,8 @@ Status Comm::init(const boot::BootstrapConfig& config) {
 
   const auto& hosts = bootstrap_->hosts();
   const auto shares = topo::hostShares(hosts);
-  const topo::HostShare& local = shares.at(topo::hostKey(self));
+  // Cores are counted per machine: ranks in other namespaces of it compete for them too.
+  const topo::HostShare& local = shares.at(topo::machineKey(self));
   const int localRanks = local.ranks;
   // Every rank's plans assume the same channel count, so the automatic choice
   // is the smallest any host's ranks would make from their cores (all ranks
@@ -94,7 +97,7 @@ Status Comm::init(const boot::BootstrapConfig& config) {
   }
   threads_ = std::make_unique<ProgressThreads>(channels_, *this, static_cast<int>(params::nthreads()),
                                                spins_, rank_);
-  STRATA_INFO(INIT, "rank %d of %d: %d local ranks on %d cores (%d in its own mask), %d channels, "
+  STRATA_INFO(INIT, "rank %d of %d: %d ranks on this machine's %d cores (%d in its own mask), %d channels, "
               "%lld threads, spin %lld, %lld slots x %lld bytes, reduce isa %s",
               rank_, nranks_, localRanks, local.cores, self.cpusAllowed, nchannels,
               (long long)params::nthreads(), (long long)spins_, (long long)nslots,
@@ -268,10 +271,22 @@ void Comm::enqueue(const OpContext& ctx, int nch, bool callerWaits, Request* req
 
 Status Comm::wait(Request& request) {
   WaitPolicy wait(spins_);
+  SleepSet sleep;
+  int64_t idlePolls = 0;
+  const int64_t socketSpins = std::min(spins_, kSocketSpins);
   while (!request.done()) {
     bool progressed = false;
+    sleep.fds.clear();
+    sleep.memoryWait = false;
     for (Channel& ch : channels_)
-      if (ch.hasWork()) progressed |= ch.drive(*this);
+      if (ch.hasWork()) progressed |= ch.drive(*this, &sleep);
+    if (progressed) {
+      idlePolls = 0;
+    } else if (sleep.canSleep() && ++idlePolls > socketSpins) {
+      idlePolls = 0;
+      (void)!::poll(sleep.fds.data(), sleep.fds.size(), kSocketSleepMs);
+      continue;
+    }
     wait.afterPoll(progressed);
   }
   return request.status();

@@ -1,5 +1,6 @@
 // What a rank learns about its host: the affinity mask agrees with the
-// kernel's, and a host's cores are the union of its ranks' masks.
+// kernel's, and a machine's cores are the union of its ranks' masks, across
+// the hosts (namespaces, simulated nodes) it holds.
 #include <gtest/gtest.h>
 #include <sched.h>
 
@@ -11,10 +12,11 @@
 namespace strata::topo {
 namespace {
 
-HostInfo onHost(const char* id, std::vector<int> cores) {
+HostInfo onHost(const char* id, std::vector<int> cores, const char* machine = nullptr) {
   HostInfo h;
   std::memset(&h, 0, sizeof(h));
   std::strncpy(h.hostId, id, sizeof(h.hostId) - 1);
+  std::strncpy(h.machineId, machine ? machine : id, sizeof(h.machineId) - 1);
   for (int c : cores) h.cpuMask[c / 64] |= 1ull << (c % 64);
   h.cpusAllowed = static_cast<int32_t>(cores.size());
   return h;
@@ -37,12 +39,25 @@ TEST(Host, CoresOfHostAreTheUnionOfItsRanksMasks) {
                                onHost("b", {0, 1, 2, 3}), onHost("c", {5, 70, 700})};
   auto shares = hostShares(all);
   ASSERT_EQ(shares.size(), 3u);
-  EXPECT_EQ(shares.at(hostKey(all[0])).cores, 2);
-  EXPECT_EQ(shares.at(hostKey(all[0])).ranks, 2);
-  EXPECT_EQ(shares.at(hostKey(all[2])).cores, 4);
-  EXPECT_EQ(shares.at(hostKey(all[2])).ranks, 2);
-  EXPECT_EQ(shares.at(hostKey(all[4])).cores, 3);
-  EXPECT_EQ(shares.at(hostKey(all[4])).ranks, 1);
+  EXPECT_EQ(shares.at(machineKey(all[0])).cores, 2);
+  EXPECT_EQ(shares.at(machineKey(all[0])).ranks, 2);
+  EXPECT_EQ(shares.at(machineKey(all[2])).cores, 4);
+  EXPECT_EQ(shares.at(machineKey(all[2])).ranks, 2);
+  EXPECT_EQ(shares.at(machineKey(all[4])).cores, 3);
+  EXPECT_EQ(shares.at(machineKey(all[4])).ranks, 1);
+}
+
+TEST(Host, HostsOfOneMachineShareItsCores) {
+  // Two network namespaces (or simulated nodes) of two ranks each on one
+  // two-core machine: four ranks on two cores, not two on two per host.
+  std::vector<HostInfo> all = {onHost("ns1", {0, 1}, "m"), onHost("ns1", {0, 1}, "m"),
+                               onHost("ns2", {0, 1}, "m"), onHost("ns2", {0, 1}, "m")};
+  auto shares = hostShares(all);
+  ASSERT_EQ(shares.size(), 1u);
+  EXPECT_EQ(shares.at("m").ranks, 4);
+  EXPECT_EQ(shares.at("m").cores, 2);
+  HostInfo self = probeHost();
+  EXPECT_NE(machineKey(self).find(self.hostname), std::string::npos) << machineKey(self);
 }
 
 }  // namespace
