@@ -200,6 +200,25 @@ PlanExecutor::StepResult PlanExecutor::reduceAll(const Step& step, const Message
   return StepResult::Ran;
 }
 
+bool PlanExecutor::waitsOnMemory(const ChannelPlan& plan, size_t cursor, const ChannelLinks& links) {
+  if (cursor >= plan.steps.size()) return false;  // only bytes left to flush: sockets
+  size_t bytes = 0;
+  SlotTag tag;
+  auto memoryRecv = [&](int peer) {
+    RecvConnector* c = links.recv[peer];
+    return c && !c->needsProgress() && !c->peek(&bytes, &tag);
+  };
+  const Step& step = plan.steps[cursor];
+  if (step.prim == Prim::ReduceAll) {
+    for (size_t p = 0; p < links.recv.size(); ++p)
+      if (memoryRecv(static_cast<int>(p))) return true;
+    return false;
+  }
+  if (step.recvPeer >= 0 && memoryRecv(step.recvPeer)) return true;
+  SendConnector* send = step.sendPeer >= 0 ? links.send[step.sendPeer] : nullptr;
+  return send && !send->needsProgress() && !send->acquire(0);
+}
+
 Status PlanExecutor::blockedHealth(const ChannelPlan& plan, size_t cursor,
                                    const ChannelLinks& links) {
   if (cursor >= plan.steps.size()) return Status::ok();

@@ -81,6 +81,11 @@ class PlanExecutor {
   // while.
   Status blockedHealth(const ChannelPlan& plan, size_t cursor, const ChannelLinks& links);
 
+  // Whether the step at `cursor` waits on a connector that moves without
+  // progress() calls (shared memory): no descriptor will tell a sleeping
+  // thread that it can go on.
+  bool waitsOnMemory(const ChannelPlan& plan, size_t cursor, const ChannelLinks& links);
+
  private:
   enum class StepResult { Ran, NotReady, Failed };
   StepResult run(const Step& step, const OpContext& ctx, const ChannelLinks& links, Status* error);

@@ -127,7 +127,7 @@ bool Channel::runAhead(FailureSink& comm) {
   return moved;
 }
 
-bool Channel::drive(FailureSink& comm, std::vector<pollfd>* pollFds) {
+bool Channel::drive(FailureSink& comm, SleepSet* sleep) {
   if (busy_.test_and_set(std::memory_order_acquire)) return false;
   bool progressed = links.progress();
   while (hasWork()) {
@@ -146,6 +146,7 @@ bool Channel::drive(FailureSink& comm, std::vector<pollfd>* pollFds) {
     // Every step ran, but bytes wait to leave: not done until they have.
     if (a == Advance::Done && !links.flushed()) a = Advance::Blocked;
     if (a == Advance::Blocked) {
+      if (sleep && executor_.waitsOnMemory(op.plan, op.cursor, links)) sleep->memoryWait = true;
       noteBlocked(comm, op);
       if (comm.failed()) continue;  // flush on the next turn
       if (op.p2pKey) progressed |= runAhead(comm);
@@ -162,7 +163,7 @@ bool Channel::drive(FailureSink& comm, std::vector<pollfd>* pollFds) {
     // Done: retire it, then try the next queued operation at once.
     retireHead();
   }
-  if (pollFds) links.addPollFds(*pollFds);
+  if (sleep) links.addPollFds(sleep->fds);
   busy_.clear(std::memory_order_release);
   return progressed;
 }

@@ -28,6 +28,16 @@ class FailureSink {
   virtual double timeoutSeconds() const = 0;
 };
 
+// What a thread that found nothing to do may sleep on: the sockets of the
+// channels it drives, unless one of them waits on shared memory, which no
+// descriptor announces (then it must keep polling).
+struct SleepSet {
+  std::vector<pollfd> fds;
+  bool memoryWait = false;
+
+  bool canSleep() const { return !memoryWait && !fds.empty(); }
+};
+
 struct ChannelOp {
   Request* request;
   OpContext ctx;
@@ -58,9 +68,9 @@ class Channel {
   bool hasThreadWork() const { return threadWork_.load(std::memory_order_acquire) > 0; }
 
   // Runs ready steps of queued operations. Returns true if anything moved.
-  // With pollFds, also appends (under the channel's lock) what a thread may
+  // With `sleep`, also says (under the channel's lock) what a thread may
   // sleep on until the channel can move again.
-  bool drive(FailureSink& comm, std::vector<pollfd>* pollFds = nullptr);
+  bool drive(FailureSink& comm, SleepSet* sleep = nullptr);
 
   // Every connector of the channel, told that this rank failed.
   void abortLinks();

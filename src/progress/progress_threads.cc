@@ -13,14 +13,9 @@
 namespace strata {
 namespace {
 
-// How long a thread sleeps before looking again without being woken: idle,
-// it only bounds the cost of a lost wake-up (there are none); with work
-// queued, it is also how often blocked channels check deadlines and health.
+// How long an idle progress thread sleeps before looking again without being
+// woken: it only bounds the cost of a lost wake-up (there are none).
 constexpr int kIdleSleepMs = 200;
-constexpr int kBusySleepMs = 1;
-// Polls before sleeping on sockets: each poll of a socket is a system call,
-// so the memory transports' spin budget would burn milliseconds here.
-constexpr int64_t kSocketSpins = 64;
 
 }  // namespace
 
@@ -61,27 +56,29 @@ void ProgressThreads::run(int index) {
   WaitPolicy wait(spins_);
   const int wakeFd = wakeFds_[index];
   int64_t idlePolls = 0;
-  std::vector<pollfd> fds;
+  SleepSet sleep;
   EpollSet sleeper;
   while (!stop_.load(std::memory_order_acquire)) {
     bool pending = false;
     bool progressed = false;
-    fds.assign(1, pollfd{wakeFd, POLLIN, 0});
+    sleep.fds.clear();
+    sleep.memoryWait = false;
     for (size_t c = index; c < channels_.size(); c += nthreads_) {
       if (!channels_[c].hasThreadWork()) continue;
       pending = true;
-      progressed |= channels_[c].drive(comm_, &fds);
+      progressed |= channels_[c].drive(comm_, &sleep);
     }
-    const int64_t budget = fds.size() > 1 ? std::min(spins_, kSocketSpins) : spins_;
-    if (pending && (progressed || ++idlePolls <= budget || fds.size() == 1)) {
+    const int64_t budget = sleep.canSleep() ? std::min(spins_, kSocketSpins) : spins_;
+    if (pending && (progressed || ++idlePolls <= budget || !sleep.canSleep())) {
       // Moving, still in the spin budget, or nothing to sleep on (memory).
       if (progressed) idlePolls = 0;
       wait.afterPoll(progressed);
       continue;
     }
     idlePolls = 0;
-    sleeper.update(fds);
-    if (sleeper.wait(pending ? kBusySleepMs : kIdleSleepMs, wakeFd)) {
+    sleep.fds.push_back(pollfd{wakeFd, POLLIN, 0});
+    sleeper.update(sleep.fds);
+    if (sleeper.wait(pending ? kSocketSleepMs : kIdleSleepMs, wakeFd)) {
       uint64_t drained;
       (void)!read(wakeFd, &drained, sizeof(drained));
     }

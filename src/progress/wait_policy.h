@@ -29,6 +29,16 @@ class WaitPolicy {
   int64_t idle_ = 0;
 };
 
+// A thread whose channels wait only on sockets sleeps on them (SleepSet)
+// after this many fruitless polls: each poll of a socket is a system call,
+// so the memory transports' spin budget would burn milliseconds, and on a
+// host with more ranks than cores a sleeping rank leaves the core to the
+// one it waits for (and to the kernel's network processing).
+constexpr int64_t kSocketSpins = 64;
+// How long such a sleep lasts at most, so deadlines and peers' health are
+// still checked while an operation waits.
+constexpr int kSocketSleepMs = 1;
+
 // STRATA_SPIN, or the automatic choice from the host's load.
 int64_t chooseSpins(int64_t configured, int localRanks, int hostCores);
 
