@@ -1,0 +1,40 @@
+"""Hosts made of network namespaces, for the bench/compare-* scripts.
+
+Each host is a namespace joined by a veth pair to a bridge in one more
+namespace; addresses exist only inside them, and close() removes them all.
+"""
+import os
+import subprocess
+
+
+def sh(cmd, check=True):
+    return subprocess.run(cmd, shell=True, check=check, capture_output=True, text=True)
+
+
+class Hosts:
+    def __init__(self, count=2, tag="strcn"):
+        tag = "%s%d" % (tag, os.getpid())
+        self.sw = tag + "sw"
+        self.ns = [tag + "h%d" % h for h in range(count)]
+        subnet = "10.214.%d." % (os.getpid() % 250)
+        self.addr = [subnet + str(h + 1) for h in range(count)]
+        self.dev = ["eth%d" % h for h in range(count)]
+        sh("ip netns add %s && ip -n %s link add br0 type bridge && ip -n %s link set br0 up" % (self.sw, self.sw, self.sw))
+        try:
+            for h in range(count):
+                sh("ip netns add {ns} && ip -n {ns} link set lo up && "
+                   "ip -n {ns} link add {dev} type veth peer name p{h} netns {sw} && "
+                   "ip -n {sw} link set p{h} master br0 && ip -n {sw} link set p{h} up && "
+                   "ip -n {ns} addr add {a}/24 dev {dev} && ip -n {ns} link set {dev} up"
+                   .format(ns=self.ns[h], dev=self.dev[h], sw=self.sw, h=h, a=self.addr[h]))
+        except Exception:
+            self.close()
+            raise
+
+    def close(self):
+        for ns in self.ns + [self.sw]:
+            sh("ip netns del " + ns, check=False)
+
+    def popen(self, h, cmd, env):
+        full = ["ip", "netns", "exec", self.ns[h], "env"] + ["%s=%s" % kv for kv in env.items()] + cmd
+        return subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
