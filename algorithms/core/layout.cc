@@ -7,11 +7,18 @@ Layout Layout::of(topo::Hierarchy hierarchy) {
   l.hierarchy = std::move(hierarchy);
   const int n = l.hierarchy.nranks();
   l.posOf.resize(n);
-  for (const topo::Node& node : l.hierarchy.nodes)
-    for (int r : node.ranks) {
-      l.posOf[r] = static_cast<int>(l.order.size());
-      l.order.push_back(r);
+  auto place = [&l](int r) {
+    l.posOf[r] = static_cast<int>(l.order.size());
+    l.order.push_back(r);
+  };
+  for (const topo::Node& node : l.hierarchy.nodes) {
+    if (node.sockets.empty()) {
+      for (int r : node.ranks) place(r);
+      continue;
     }
+    for (const topo::Socket& socket : node.sockets)
+      for (int r : socket.ranks) place(r);
+  }
   return l;
 }
 

@@ -1,8 +1,10 @@
 // Where the ranks are, as the algorithms need it: which share a node, and an
-// order that keeps each node's ranks together (node-major), so that a ring
-// walked in it crosses between nodes once per node, and a tree or recursive
-// doubling pairs ranks of one node before ranks of different nodes. With
-// ranks numbered node by node (what launchers do) the order is rank order.
+// order that keeps each node's ranks together (node-major) and, within a
+// node, each socket's, so that a ring walked in it crosses between nodes
+// once per node and between sockets once per socket, and recursive doubling
+// pairs ranks of one socket, then of one node, before ranks of different
+// nodes. With ranks numbered node by node and socket by socket (what
+// launchers do) the order is rank order.
 #pragma once
 
 #include <vector>

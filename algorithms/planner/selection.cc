@@ -15,11 +15,21 @@ struct Named {
   const char* name;
   AllreduceAlgo algo;
 };
+// In the order ties are broken: halving-doubling pipelines its exchanges a
+// slot ahead, so it beats a ring the model rates equal (one node, 2 ranks).
+// The hierarchical algorithm on one node is the ring: it comes after it.
 constexpr Named kNames[] = {
-    {"ring", AllreduceAlgo::Ring},  {"oneshot", AllreduceAlgo::OneShot},
-    {"rd", AllreduceAlgo::RecursiveDoubling}, {"hd", AllreduceAlgo::HalvingDoubling},
-    {"tree", AllreduceAlgo::Tree},  {"hier", AllreduceAlgo::Hierarchical},
+    {"oneshot", AllreduceAlgo::OneShot}, {"rd", AllreduceAlgo::RecursiveDoubling},
+    {"hd", AllreduceAlgo::HalvingDoubling}, {"ring", AllreduceAlgo::Ring},
+    {"hier", AllreduceAlgo::Hierarchical}, {"tree", AllreduceAlgo::Tree},
 };
+
+// With more than one round each way, halving-doubling's exchanges reach
+// this fraction of a ring's bandwidth: each round waits for its whole range
+// before the next starts, where a ring's steps overlap (measured: 0.7-0.8
+// with 4 ranks on one node and on two). With one round (2 ranks) it sends a
+// slot ahead of its receives and beats the ring.
+constexpr double kExchangeEfficiency = 0.75;
 
 // The model's view of the layout: costs of the link between two positions.
 struct View {
@@ -30,11 +40,7 @@ struct View {
     return s.layout && s.layout->crossesNodes(s.rankAt(posA), s.rankAt(posB));
   }
   const LinkCost& link(int posA, int posB) const { return cross(posA, posB) ? m.net : m.shm; }
-  // Time to move `bytes` over `l` when every rank of a node does at once:
-  // the network is the node's, shared by its ranks.
-  double concurrentUs(const LinkCost& l, double bytes) const {
-    return &l == &m.net ? l.us(bytes * mostPerNode()) : l.us(bytes);
-  }
+
   int nodes() const { return s.layout ? s.layout->nodes() : 1; }
   int mostPerNode() const {
     int most = 1;
@@ -48,19 +54,21 @@ struct View {
       if (cross(f.posOfVirtual(v, s.nranks), f.posOfVirtual(v ^ bit, s.nranks))) return m.net;
     return m.shm;
   }
+  // Folding `bytes` into a buffer: memory-bound, at shared-memory speed.
+  double reduceUs(double bytes) const { return bytes / (m.shm.gbps * 1e3); }
   double foldUs(const Fold& f, double bytes) const {
     if (f.p == s.nranks) return 0;
     const LinkCost* worst = &m.shm;
     for (int pos = 0; pos + 1 < 2 * (s.nranks - f.p); pos += 2)
       if (cross(pos, pos + 1)) worst = &m.net;
-    return 2 * worst->us(bytes);
+    return 2 * worst->us(bytes) + reduceUs(bytes);
   }
 };
 
 double ringUs(const View& v, double bytes) {
   const int n = v.s.nranks;
   const LinkCost& l = v.nodes() > 1 ? v.m.net : v.m.shm;
-  return 2 * (n - 1) * (l.latencyUs + bytes / n / (l.gbps * 1e3));
+  return 2 * (n - 1) * (l.latencyUs + bytes / n / (l.gbps * 1e3)) + v.reduceUs(bytes * (n - 1) / n);
 }
 
 double oneshotUs(const View& v, double bytes) {
@@ -68,15 +76,17 @@ double oneshotUs(const View& v, double bytes) {
   for (int p = 1; p < v.s.nranks; ++p) {
     const LinkCost& l = v.link(0, p);
     worstLat = std::max(worstLat, l.latencyUs);
-    sendUs += v.concurrentUs(l, bytes) - l.latencyUs;
+    // Sends leave one after the other from one thread; a network send is a
+    // system call and a wake-up on the other side, a memory one a copy.
+    sendUs += (v.cross(0, p) ? l.latencyUs : 0) + bytes / (l.gbps * 1e3);
   }
-  return worstLat + sendUs;
+  return worstLat + sendUs + v.reduceUs(bytes * (v.s.nranks - 1));
 }
 
 double rdUs(const View& v, double bytes) {
   const Fold f = Fold::of(v.s.nranks, 0);
   double t = v.foldUs(f, bytes);
-  for (int bit = 1; bit < f.p; bit *= 2) t += v.concurrentUs(v.roundLink(f, bit), bytes);
+  for (int bit = 1; bit < f.p; bit *= 2) t += v.roundLink(f, bit).us(bytes) + v.reduceUs(bytes);
   return t;
 }
 
@@ -84,9 +94,10 @@ double hdUs(const View& v, double bytes) {
   const Fold f = Fold::of(v.s.nranks, 0);
   double t = v.foldUs(f, bytes);
   double part = bytes;
+  const double efficiency = f.p > 2 ? kExchangeEfficiency : 1.0;
   for (int bit = 1; bit < f.p; bit *= 2) {
     part /= 2;
-    t += 2 * v.concurrentUs(v.roundLink(f, bit), part);
+    t += 2 * v.roundLink(f, bit).us(part) / efficiency + v.reduceUs(part);
   }
   return t;
 }
@@ -98,17 +109,19 @@ double treeUs(const View& v, double bytes) {
   // Up and down, each hop once per chunk; the busiest rank (a node leader
   // with two child nodes and a chain) moves the buffer four times.
   const double fanout = v.nodes() > 2 ? 4 : (v.nodes() > 1 ? 3 : 2);
-  return 2 * (chain * v.m.shm.latencyUs + levels * v.m.net.latencyUs) + fanout * bytes / (slow.gbps * 1e3);
+  return 2 * (chain * v.m.shm.latencyUs + levels * v.m.net.latencyUs) + fanout * bytes / (slow.gbps * 1e3) +
+         v.reduceUs(bytes * (fanout - 1));
 }
 
 double hierUs(const View& v, double bytes) {
   const int nodes = v.nodes();
   if (nodes == 1 || nodes == v.s.nranks) return ringUs(v, bytes);
   const int local = v.mostPerNode();
-  // A node's ranks each run a ring over the nodes on 1/local of the buffer,
-  // together moving what one ring over the nodes would.
+  // Each local rank runs its own ring over the nodes on 1/local of the
+  // buffer, over its own connections.
   return 2 * (local - 1) * v.m.shm.us(bytes / local) +
-         2 * (nodes - 1) * (v.m.net.latencyUs + bytes / nodes / (v.m.net.gbps * 1e3));
+         2 * (nodes - 1) * v.m.net.us(bytes / local / nodes) +
+         v.reduceUs(bytes * (local - 1) / local + bytes / local * (nodes - 1) / nodes);
 }
 
 }  // namespace

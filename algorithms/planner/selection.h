@@ -31,7 +31,8 @@ Status parseLinkCost(const std::string& text, const char* var, LinkCost* out);
 // Parses STRATA_ALGO: "" (automatic), or ring, oneshot, rd, hd, tree, hier.
 Status parseForcedAlgo(const std::string& text, bool* forced, AllreduceAlgo* algo);
 
-// The model's estimate of one allreduce of `bytes` with `algo`, in
+// The model's estimate of one allreduce of `bytes` with `algo` (hops, bytes
+// over each level, and bytes folded at shared-memory speed), in
 // microseconds; infinity when the algorithm cannot carry it (one-shot beyond
 // one slot or beyond oneshotBytes).
 double estimateUs(const CostModel& model, AllreduceAlgo algo, const PlanShape& shape, uint64_t bytes,

@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "describe.h"
 #include "log.h"
 #include "op_desc.h"
 #include "params.h"
@@ -102,8 +103,10 @@ Status Comm::init(const boot::BootstrapConfig& config) {
               rank_, nranks_, localRanks, local.cores, self.cpusAllowed, nchannels,
               (long long)params::nthreads(), (long long)spins_, (long long)nslots,
               (long long)slotBytes, reduce::isaName(isa_));
-  if (rank_ == 0)
+  if (rank_ == 0) {
+    STRATA_INFO(TOPO, "%s", topo::describeTree(layout_.hierarchy, hosts).c_str());
     STRATA_INFO(ALGO, "%d nodes; allreduce by size: %s", layout_.nodes(), tuning_.describe().c_str());
+  }
   return Status::ok();
 }
 
@@ -122,20 +125,14 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
   std::vector<std::vector<int>> peersOf(transports_.size());
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
-    bool placed = false;
-    for (size_t t = 0; t < transports_.size() && !placed; ++t) {
-      if (!forced.empty() && forced != transports_[t]->name()) continue;
-      if (transports_[t]->canConnect(self, hosts[p])) {
-        peersOf[t].push_back(p);
-        placed = true;
-        STRATA_TRACE(INIT, "rank %d -> rank %d over %s", rank_, p, transports_[t]->name());
-      }
-    }
-    if (!placed)
+    const int t = chooseTransport(transports_, forced, self, hosts[p]);
+    if (t < 0)
       return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
                           "no transport reaches rank %d on host %s from this host (%s)%s%s",
                           p, hosts[p].hostname, self.hostname, forced.empty() ? "" : " with STRATA_TRANSPORT=",
                           forced.c_str());
+    peersOf[t].push_back(p);
+    STRATA_TRACE(INIT, "rank %d -> rank %d over %s", rank_, p, transports_[t]->name());
   }
   connections_.send.resize(shape_.nchannels);
   connections_.recv.resize(shape_.nchannels);

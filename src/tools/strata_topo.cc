@@ -41,15 +41,8 @@ std::vector<PairTransport> pairTransports(const std::vector<HostInfo>& all) {
   std::vector<PairTransport> pairs;
   for (int a = 0; a < static_cast<int>(all.size()); ++a) {
     for (int b = a + 1; b < static_cast<int>(all.size()); ++b) {
-      PairTransport p{a, b, "none"};
-      for (const auto& t : transports) {
-        if (!forced.empty() && forced != t->name()) continue;
-        if (t->canConnect(all[a], all[b])) {
-          p.transport = t->name();
-          break;
-        }
-      }
-      pairs.push_back(p);
+      const int t = strata::chooseTransport(transports, forced, all[a], all[b]);
+      pairs.push_back({a, b, t < 0 ? "none" : transports[t]->name()});
     }
   }
   return pairs;

@@ -53,12 +53,13 @@ constexpr AllreduceAlgo kAlgos[] = {AllreduceAlgo::Ring, AllreduceAlgo::OneShot,
                                      AllreduceAlgo::RecursiveDoubling, AllreduceAlgo::HalvingDoubling,
                                      AllreduceAlgo::Tree, AllreduceAlgo::Hierarchical};
 
-// A layout from each rank's node index.
-Layout layoutOf(const std::vector<int>& nodeOfRank) {
+// A layout from each rank's node index (and package, default 0).
+Layout layoutOf(const std::vector<int>& nodeOfRank, const std::vector<int>& packageOfRank = {}) {
   std::vector<topo::HostInfo> hosts(nodeOfRank.size());
   for (size_t r = 0; r < hosts.size(); ++r) {
     std::memset(&hosts[r], 0, sizeof(hosts[r]));
     std::snprintf(hosts[r].hostId, sizeof(hosts[r].hostId), "node%d", nodeOfRank[r]);
+    hosts[r].package = packageOfRank.empty() ? 0 : packageOfRank[r];
   }
   return Layout::of(topo::buildHierarchy(hosts));
 }
@@ -320,6 +321,22 @@ TEST(Plans, EveryAlgorithmOnEveryLayout) {
   }
 }
 
+TEST(Plans, LayoutWalksNodesThenSockets) {
+  // Two nodes; on node 0 the launcher alternated packages between ranks.
+  const Layout l = layoutOf({0, 0, 0, 0, 1, 1}, {1, 0, 1, 0, 0, 0});
+  EXPECT_EQ(l.order, (std::vector<int>{1, 3, 0, 2, 4, 5}));
+  for (int p = 0; p < 6; ++p) EXPECT_EQ(l.posOf[l.order[p]], p);
+  for (AllreduceAlgo algo : kAlgos) {
+    fillAndCheck<float>(6, 1, algo, STRATA_FLOAT32, STRATA_SUM, 1001, false, &l);
+    fillAndCheck<int32_t>(6, 2, algo, STRATA_INT32, STRATA_MAX, 3333, true, &l);
+  }
+  const Layout flat = Layout::blocks(5, 2);
+  EXPECT_EQ(flat.nodes(), 2);
+  EXPECT_EQ(flat.order, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_FALSE(flat.crossesNodes(0, 2));
+  EXPECT_TRUE(flat.crossesNodes(2, 3));
+}
+
 // Inexact float sums: whatever order an algorithm adds in, every rank must
 // hold the same bits (and be close to the double-precision sum).
 TEST(Plans, EveryRankGetsTheSameBits) {
@@ -344,9 +361,10 @@ TEST(Plans, EveryRankGetsTheSameBits) {
         for (int r = 1; r < n; ++r)
           ASSERT_EQ(std::memcmp(out[0].data(), out[r].data(), count * 4), 0)
               << algoName(algo) << " op " << op << ": rank " << r << " differs from rank 0";
-        if (op == STRATA_SUM)
+        if (op == STRATA_SUM) {
           for (uint64_t i = 0; i < count; ++i)
             ASSERT_NEAR(reinterpret_cast<float*>(out[0].data())[i], ref[i], 1e-4 * (1 + std::fabs(ref[i]))) << i;
+        }
       }
   }
 }

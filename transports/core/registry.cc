@@ -12,4 +12,13 @@ std::vector<std::unique_ptr<Transport>> makeTransports() {
   return all;
 }
 
+int chooseTransport(const std::vector<std::unique_ptr<Transport>>& transports, const std::string& forced,
+                    const topo::HostInfo& a, const topo::HostInfo& b) {
+  for (size_t t = 0; t < transports.size(); ++t) {
+    if (!forced.empty() && forced != transports[t]->name()) continue;
+    if (transports[t]->canConnect(a, b)) return static_cast<int>(t);
+  }
+  return -1;
+}
+
 }  // namespace strata

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "connector.h"
@@ -40,5 +41,11 @@ class Transport {
 
 // Every transport built into this library, in order of preference.
 std::vector<std::unique_ptr<Transport>> makeTransports();
+
+// Index into `transports` of the one that connects a to b: the first that
+// can, only `forced` if that is not empty; -1 if none. Symmetric, so both
+// ends of a pair pick alike.
+int chooseTransport(const std::vector<std::unique_ptr<Transport>>& transports, const std::string& forced,
+                    const topo::HostInfo& a, const topo::HostInfo& b);
 
 }  // namespace strata
