@@ -15,9 +15,9 @@ struct Named {
   const char* name;
   AllreduceAlgo algo;
 };
-// In the order ties are broken: halving-doubling pipelines its exchanges a
-// slot ahead, so it beats a ring the model rates equal (one node, 2 ranks).
-// The hierarchical algorithm on one node is the ring: it comes after it.
+// In the order ties are broken: with 2 ranks halving-doubling beats the ring
+// the model rates equal (see kExchangeEfficiency), and the hierarchical
+// algorithm on one node is the ring, so it comes after it.
 constexpr Named kNames[] = {
     {"oneshot", AllreduceAlgo::OneShot}, {"rd", AllreduceAlgo::RecursiveDoubling},
     {"hd", AllreduceAlgo::HalvingDoubling}, {"ring", AllreduceAlgo::Ring},
@@ -43,8 +43,8 @@ struct View {
 
   int nodes() const { return s.layout ? s.layout->nodes() : 1; }
   int mostPerNode() const {
-    int most = 1;
     if (!s.layout) return s.nranks;
+    int most = 1;
     for (const auto& node : s.layout->hierarchy.nodes) most = std::max(most, static_cast<int>(node.ranks.size()));
     return most;
   }
@@ -97,7 +97,8 @@ double hdUs(const View& v, double bytes) {
   const double efficiency = f.p > 2 ? kExchangeEfficiency : 1.0;
   for (int bit = 1; bit < f.p; bit *= 2) {
     part /= 2;
-    t += 2 * v.roundLink(f, bit).us(part) / efficiency + v.reduceUs(part);
+    const LinkCost& l = v.roundLink(f, bit);
+    t += 2 * (l.latencyUs + part / (l.gbps * 1e3) / efficiency) + v.reduceUs(part);
   }
   return t;
 }
