@@ -27,35 +27,16 @@ namespace strata {
 void buildHalvingDoubling(const PlanShape& shape, uint64_t count, int nchannels,
                           std::vector<ChannelPlan>& plans) {
   const int n = shape.nranks;
-  const int pos = shape.posOf(shape.rank);
-  const Fold fold = Fold::of(n, pos);
+  const Fold fold = Fold::of(n, shape.posOf(shape.rank));
   const uint64_t slotElems = shape.slotElems();
   const uint64_t align = shape.alignElems();
-  for (int ch = 0; ch < nchannels; ++ch) {
-    auto& steps = plans[ch].steps;
-    steps.clear();
-    const Range all = channelRange(count, nchannels, ch, align);
-    if (all.end <= all.begin) continue;
-    if (n == 1) {
-      steps.push_back({Prim::Copy, 0, -1, -1, all.begin, all.begin, all.end - all.begin});
-      continue;
-    }
-    const Range none{all.begin, all.begin};
-    if (fold.vpos < 0) {
-      const int peer = shape.rankAt(fold.partner);
-      appendExchange(steps, {peer, all, none, 0, Prim::Recv, 0}, slotElems);
-      appendExchange(steps, {peer, none, all, 0, Prim::Recv, 0}, slotElems);
-      continue;
-    }
-    uint8_t inFlags = 0;
-    if (fold.partner >= 0) {
-      appendExchange(steps, {shape.rankAt(fold.partner), none, all, 0, Prim::RecvReduceCopy, kPartial},
-                     slotElems);
-      inFlags = kInFromOutput;
-    }
+  std::vector<Range> held;
+  forEachChannel(shape, count, nchannels, plans, [&](std::vector<Step>& steps, Range all) {
+    uint8_t inFlags;
+    if (!beginFold(steps, shape, fold, all, &inFlags)) return;
     // Halving: the range this rank is responsible for shrinks by half each
-    // round; ranges[k] is the one it held before round k.
-    std::vector<Range> held{all};
+    // round; held[k] is the one it held before round k.
+    held.assign(1, all);
     for (int bit = 1; bit < fold.p; bit *= 2) {
       const Range cur = held.back();
       uint64_t half = ((cur.end - cur.begin + 1) / 2 + align - 1) / align * align;
@@ -81,9 +62,8 @@ void buildHalvingDoubling(const PlanShape& shape, uint64_t count, int nchannels,
       const int peer = shape.rankAt(fold.posOfVirtual(fold.vpos ^ bit, n));
       appendExchange(steps, {peer, mine, theirs, kInFromOutput, Prim::Recv, 0}, slotElems);
     }
-    if (fold.partner >= 0)
-      appendExchange(steps, {shape.rankAt(fold.partner), all, none, kInFromOutput, Prim::Recv, 0}, slotElems);
-  }
+    endFold(steps, shape, fold, all);
+  });
 }
 
 }  // namespace strata

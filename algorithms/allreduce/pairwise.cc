@@ -36,4 +36,27 @@ void appendExchange(std::vector<Step>& steps, const Exchange& x, uint64_t slotEl
   }
 }
 
+bool beginFold(std::vector<Step>& steps, const PlanShape& shape, const Fold& fold, Range all,
+               uint8_t* inFlags) {
+  const Range none{all.begin, all.begin};
+  const uint64_t slotElems = shape.slotElems();
+  *inFlags = 0;
+  if (fold.partner < 0) return true;
+  const int peer = shape.rankAt(fold.partner);
+  if (fold.vpos < 0) {
+    appendExchange(steps, {peer, all, none, 0, Prim::Recv, 0}, slotElems);
+    appendExchange(steps, {peer, none, all, 0, Prim::Recv, 0}, slotElems);
+    return false;
+  }
+  appendExchange(steps, {peer, none, all, 0, Prim::RecvReduceCopy, kPartial}, slotElems);
+  *inFlags = kInFromOutput;
+  return true;
+}
+
+void endFold(std::vector<Step>& steps, const PlanShape& shape, const Fold& fold, Range all) {
+  if (fold.partner >= 0 && fold.vpos >= 0)
+    appendExchange(steps, {shape.rankAt(fold.partner), all, {all.begin, all.begin}, kInFromOutput, Prim::Recv, 0},
+                   shape.slotElems());
+}
+
 }  // namespace strata

@@ -24,6 +24,15 @@ struct Fold {
   }
 };
 
+// The fold around a pairwise algorithm's rounds on the range `all`. begin:
+// a rank that folds away hands its input over and takes the result back
+// (returns false: its plan is complete); its partner takes the input in and
+// its rounds then read the output (*inFlags = kInFromOutput). end: the
+// partner hands the result back.
+bool beginFold(std::vector<Step>& steps, const PlanShape& shape, const Fold& fold, Range all,
+               uint8_t* inFlags);
+void endFold(std::vector<Step>& steps, const PlanShape& shape, const Fold& fold, Range all);
+
 // Sends [sendBegin, sendEnd) to `peer` while receiving [recvBegin, recvEnd)
 // from it, a slot at a time, each receive one send behind, so two ranks
 // doing it to each other never both wait on full FIFOs. recvPrim is Recv or

@@ -23,32 +23,10 @@ namespace strata {
 void buildRecursiveDoubling(const PlanShape& shape, uint64_t count, int nchannels,
                             std::vector<ChannelPlan>& plans) {
   const int n = shape.nranks;
-  const int pos = shape.posOf(shape.rank);
-  const Fold fold = Fold::of(n, pos);
-  const uint64_t slotElems = shape.slotElems();
-  for (int ch = 0; ch < nchannels; ++ch) {
-    auto& steps = plans[ch].steps;
-    steps.clear();
-    const Range all = channelRange(count, nchannels, ch, shape.alignElems());
-    if (all.end <= all.begin) continue;
-    if (n == 1) {
-      steps.push_back({Prim::Copy, 0, -1, -1, all.begin, all.begin, all.end - all.begin});
-      continue;
-    }
-    const Range none{all.begin, all.begin};
-    if (fold.vpos < 0) {
-      // Hand the input over, take the result back.
-      const int peer = shape.rankAt(fold.partner);
-      appendExchange(steps, {peer, all, none, 0, Prim::Recv, 0}, slotElems);
-      appendExchange(steps, {peer, none, all, 0, Prim::Recv, 0}, slotElems);
-      continue;
-    }
-    uint8_t inFlags = 0;
-    if (fold.partner >= 0) {
-      appendExchange(steps, {shape.rankAt(fold.partner), none, all, 0, Prim::RecvReduceCopy, kPartial},
-                     slotElems);
-      inFlags = kInFromOutput;
-    }
+  const Fold fold = Fold::of(n, shape.posOf(shape.rank));
+  forEachChannel(shape, count, nchannels, plans, [&](std::vector<Step>& steps, Range all) {
+    uint8_t inFlags;
+    if (!beginFold(steps, shape, fold, all, &inFlags)) return;
     for (int bit = 1; bit < fold.p; bit <<= 1) {
       const int peer = shape.rankAt(fold.posOfVirtual(fold.vpos ^ bit, n));
       const bool last = bit * 2 == fold.p;
@@ -56,12 +34,11 @@ void buildRecursiveDoubling(const PlanShape& shape, uint64_t count, int nchannel
       appendExchange(steps,
                      {peer, all, all, inFlags, Prim::RecvReduceCopy,
                       static_cast<uint8_t>(inFlags | (last ? 0 : kPartial) | (lower ? kOwnFirst : 0))},
-                     slotElems);
+                     shape.slotElems());
       inFlags = kInFromOutput;
     }
-    if (fold.partner >= 0)
-      appendExchange(steps, {shape.rankAt(fold.partner), all, none, kInFromOutput, Prim::Recv, 0}, slotElems);
-  }
+    endFold(steps, shape, fold, all);
+  });
 }
 
 }  // namespace strata

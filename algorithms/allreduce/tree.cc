@@ -90,15 +90,7 @@ void buildTreeAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
                         std::vector<ChannelPlan>& plans) {
   const TreeLinks t = treeLinks(shape);
   const uint64_t slotElems = shape.slotElems();
-  for (int ch = 0; ch < nchannels; ++ch) {
-    auto& steps = plans[ch].steps;
-    steps.clear();
-    const Range all = channelRange(count, nchannels, ch, shape.alignElems());
-    if (all.end <= all.begin) continue;
-    if (shape.nranks == 1) {
-      steps.push_back({Prim::Copy, 0, -1, -1, all.begin, all.begin, all.end - all.begin});
-      continue;
-    }
+  forEachChannel(shape, count, nchannels, plans, [&](std::vector<Step>& steps, Range all) {
     const uint64_t chunks = (all.end - all.begin + slotElems - 1) / slotElems;
     auto chunk = [&](uint64_t c) {
       uint64_t off = all.begin + c * slotElems;
@@ -108,7 +100,7 @@ void buildTreeAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
       if (c < chunks) reduceUp(steps, t, chunk(c).begin, chunk(c).end - chunk(c).begin);
       if (c >= 1) broadcastDown(steps, t, chunk(c - 1).begin, chunk(c - 1).end - chunk(c - 1).begin);
     }
-  }
+  });
 }
 
 }  // namespace strata

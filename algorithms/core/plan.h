@@ -108,6 +108,21 @@ void forEachChunk(const PlanShape& shape, uint64_t count, int nchannels, std::ve
   }
 }
 
+// Clears plans[0..nchannels) and calls fn(steps, range) with each channel's
+// non-empty share of `count` elements; a single rank only copies its share.
+template <typename Fn>
+void forEachChannel(const PlanShape& shape, uint64_t count, int nchannels, std::vector<ChannelPlan>& plans,
+                    Fn fn) {
+  for (int ch = 0; ch < nchannels; ++ch) {
+    auto& steps = plans[ch].steps;
+    steps.clear();
+    const Range all = channelRange(count, nchannels, ch, shape.alignElems());
+    if (all.end <= all.begin) continue;
+    if (shape.nranks == 1) steps.push_back({Prim::Copy, 0, -1, -1, all.begin, all.begin, all.end - all.begin});
+    else fn(steps, all);
+  }
+}
+
 const char* primName(Prim prim);
 
 }  // namespace strata

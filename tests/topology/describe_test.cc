@@ -11,25 +11,11 @@
 #include <vector>
 
 #include "describe.h"
+#include "rank_on.h"
 
 namespace strata::topo {
 namespace {
 
-HostInfo rankOn(const char* id, const char* hostname, int package, const char* nic) {
-  HostInfo h;
-  std::memset(&h, 0, sizeof(h));
-  std::strncpy(h.hostId, id, sizeof(h.hostId) - 1);
-  std::strncpy(h.hostname, hostname, sizeof(h.hostname) - 1);
-  std::strncpy(h.nic, nic, sizeof(h.nic) - 1);
-  h.package = package;
-  h.numaNode = package < 0 ? -1 : 0;
-  h.packages = 2;
-  h.numaNodes = 2;
-  h.cores = 4;
-  h.pus = 4;
-  h.cpusAllowed = 1;
-  return h;
-}
 
 // Runs python3 on `script` with the JSON document as argv[1]; its stdout.
 std::string python(const std::string& json, const std::string& script) {

@@ -6,21 +6,11 @@
 #include <vector>
 
 #include "hierarchy.h"
+#include "rank_on.h"
 
 namespace strata::topo {
 namespace {
 
-HostInfo rankOn(const char* host, int package, const char* nic = "") {
-  HostInfo h;
-  std::memset(&h, 0, sizeof(h));
-  std::strncpy(h.hostId, host, sizeof(h.hostId) - 1);
-  std::strncpy(h.hostname, host, sizeof(h.hostname) - 1);
-  std::strncpy(h.nic, nic, sizeof(h.nic) - 1);
-  h.package = package;
-  h.numaNode = package;
-  h.packages = 2;
-  return h;
-}
 
 std::vector<int> packagesOf(const Node& node) {
   std::vector<int> out;
@@ -31,7 +21,7 @@ std::vector<int> packagesOf(const Node& node) {
 TEST(Hierarchy, TwoNodesTwoSocketsTwoRanks) {
   std::vector<HostInfo> all;
   for (const char* host : {"A", "B"})
-    for (int package : {0, 0, 1, 1}) all.push_back(rankOn(host, package, "eth0"));
+    for (int package : {0, 0, 1, 1}) all.push_back(rankOn(host, host, package, "eth0"));
   Hierarchy h = buildHierarchy(all);
   ASSERT_EQ(h.nodes.size(), 2u);
   EXPECT_TRUE(h.uniform());
@@ -50,8 +40,8 @@ TEST(Hierarchy, TwoNodesTwoSocketsTwoRanks) {
 
 // Three ranks on A (package 1, spanning, package 0), one on B.
 TEST(Hierarchy, UnevenNodesAndAnUnboundRank) {
-  std::vector<HostInfo> all = {rankOn("A", 1, "ib0"), rankOn("A", -1, "eth0"), rankOn("A", 0, "ib0"),
-                               rankOn("B", 0)};
+  std::vector<HostInfo> all = {rankOn("A", "A", 1, "ib0"), rankOn("A", "A", -1, "eth0"), rankOn("A", "A", 0, "ib0"),
+                               rankOn("B", "B", 0)};
   Hierarchy h = buildHierarchy(all);
   ASSERT_EQ(h.nodes.size(), 2u);
   EXPECT_FALSE(h.uniform());
@@ -68,7 +58,7 @@ TEST(Hierarchy, UnevenNodesAndAnUnboundRank) {
 
 // Nodes of ranks A B A B: nodes in order of their lowest rank.
 TEST(Hierarchy, InterleavedRanks) {
-  std::vector<HostInfo> all = {rankOn("A", 0), rankOn("B", 1), rankOn("A", 1), rankOn("B", 1)};
+  std::vector<HostInfo> all = {rankOn("A", "A", 0), rankOn("B", "B", 1), rankOn("A", "A", 1), rankOn("B", "B", 1)};
   Hierarchy h = buildHierarchy(all);
   ASSERT_EQ(h.nodes.size(), 2u);
   EXPECT_TRUE(h.uniform());
