@@ -67,8 +67,13 @@ struct View {
 
 double ringUs(const View& v, double bytes) {
   const int n = v.s.nranks;
-  const LinkCost& l = v.nodes() > 1 ? v.m.net : v.m.shm;
-  return 2 * (n - 1) * (l.latencyUs + bytes / n / (l.gbps * 1e3)) + v.reduceUs(bytes * (n - 1) / n);
+  const int nodes = v.nodes();
+  // A block goes 2(n-1) hops, `crossings` of every n between nodes; the
+  // steps overlap, so the slowest link sets the bandwidth.
+  const int crossings = nodes > 1 ? nodes : 0;
+  const double hopUs = (crossings * v.m.net.latencyUs + (n - crossings) * v.m.shm.latencyUs) / n;
+  const LinkCost& slow = nodes > 1 ? v.m.net : v.m.shm;
+  return 2 * (n - 1) * (hopUs + bytes / n / (slow.gbps * 1e3)) + v.reduceUs(bytes * (n - 1) / n);
 }
 
 double oneshotUs(const View& v, double bytes) {
