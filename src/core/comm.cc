@@ -95,6 +95,7 @@ Status Comm::init(const boot::BootstrapConfig& config) {
       for (Connector* end : {static_cast<Connector*>(c.links.send[p]), static_cast<Connector*>(c.links.recv[p])})
         if (end && end->needsProgress()) c.links.pollers.push_back(end);
     }
+    hasSockets_ |= !c.links.pollers.empty();
   }
   threads_ = std::make_unique<ProgressThreads>(channels_, *this, static_cast<int>(params::nthreads()),
                                                spins_, rank_);
@@ -269,6 +270,9 @@ void Comm::enqueue(const OpContext& ctx, int nch, bool callerWaits, Request* req
 Status Comm::wait(Request& request) {
   WaitPolicy wait(spins_);
   SleepSet sleep;
+  // Without sockets there is nothing to sleep on: skip the bookkeeping on
+  // the path the smallest allreduces take.
+  SleepSet* sleepSet = hasSockets_ ? &sleep : nullptr;
   int64_t idlePolls = 0;
   const int64_t socketSpins = std::min(spins_, kSocketSpins);
   while (!request.done()) {
@@ -276,7 +280,7 @@ Status Comm::wait(Request& request) {
     sleep.fds.clear();
     sleep.memoryWait = false;
     for (Channel& ch : channels_)
-      if (ch.hasWork()) progressed |= ch.drive(*this, &sleep);
+      if (ch.hasWork()) progressed |= ch.drive(*this, sleepSet);
     if (progressed) {
       idlePolls = 0;
     } else if (sleep.canSleep() && ++idlePolls > socketSpins) {

@@ -80,6 +80,7 @@ class Comm final : public FailureSink {
   int nranks_ = 0;
   double timeout_ = 0;
   int64_t spins_ = 0;
+  bool hasSockets_ = false;  // some connector needs progress() (a thread may sleep on it)
   PlanShape shape_{};
   Tuning tuning_;
   Layout layout_;
