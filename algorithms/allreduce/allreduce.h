@@ -13,7 +13,6 @@
 namespace strata {
 
 enum class AllreduceAlgo { Ring, OneShot, RecursiveDoubling, HalvingDoubling, Tree, Hierarchical };
-constexpr int kAllreduceAlgos = 6;
 
 const char* algoName(AllreduceAlgo algo);
 

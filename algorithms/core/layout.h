@@ -24,7 +24,6 @@ struct Layout {
   static Layout blocks(int n, int nodes);
 
   int nodes() const { return static_cast<int>(hierarchy.nodes.size()); }
-  int nodeOf(int rank) const { return hierarchy.nodeOf[rank]; }
   bool crossesNodes(int a, int b) const { return hierarchy.nodeOf[a] != hierarchy.nodeOf[b]; }
 };
 

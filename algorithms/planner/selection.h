@@ -54,7 +54,6 @@ class Tuning {
   // Other collectives: the direct (one-hop) algorithms for small sizes, else
   // rings and chains; STRATA_ALGO=oneshot or ring forces one side.
   bool useDirect(uint64_t bytes) const;
-  size_t oneshotBytes() const { return oneshotBytes_; }
   // "8B-4KiB oneshot, 8KiB-64KiB hd, 128KiB+ ring" (or the forced algorithm).
   std::string describe() const;
 
