@@ -119,6 +119,8 @@ std::string describeTree(const Hierarchy& h, const std::vector<HostInfo>& all) {
     if (node.nics.empty()) out += "no nic";
     else out += node.nics.size() == 1 ? "nic" : "nics";
     for (const std::string& nic : node.nics) out += " " + nic;
+    const std::string rdma = field(host.rdma, sizeof(host.rdma));
+    if (!rdma.empty()) out += ", rdma " + rdma;
     out += ")\n";
     for (const Socket& socket : node.sockets) {
       out += socket.package >= 0 ? "    socket " + std::to_string(socket.package) + ":" : std::string("    socket ?:");
@@ -154,7 +156,7 @@ std::string describeJson(const Hierarchy& h, const std::vector<HostInfo>& all) {
            ",\"socket\":" + std::to_string(h.socketOf[r]) + ",\"package\":" + std::to_string(host.package) +
            ",\"numaNode\":" + std::to_string(host.numaNode) + ",\"cpusAllowed\":" +
            std::to_string(host.cpusAllowed) + ",\"nic\":" + jsonQuote(field(host.nic, kNicNameBytes)) +
-           ",\"pid\":" + std::to_string(host.pid) + "}";
+           ",\"rdma\":" + jsonQuote(field(host.rdma, sizeof(host.rdma))) + ",\"pid\":" + std::to_string(host.pid) + "}";
   }
   return out + "]}";
 }

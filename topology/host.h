@@ -44,6 +44,9 @@ struct HostInfo {
   int32_t cores;
   int32_t pus;
   char nic[kNicNameBytes];  // nearest network interface; empty if none is known
+  // The RDMA device and port ("mlx5_0:1") this rank's ib transport uses;
+  // empty if it has none (Transport::describeSelf fills it).
+  char rdma[32];
 };
 
 HostInfo probeHost();

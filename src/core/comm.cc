@@ -53,6 +53,7 @@ Status Comm::init(const boot::BootstrapConfig& config) {
     return STRATA_INVALID_ARG("STRATA_NCHANNELS=%lld must be in 0..32", (long long)params::nchannels());
 
   topo::HostInfo self = topo::probeHost();
+  transports_ = makeTransports(&self);
   STRATA_CHECK(boot::Bootstrap::create(config, self, &bootstrap_));
 
   const auto& hosts = bootstrap_->hosts();
@@ -113,7 +114,6 @@ Status Comm::init(const boot::BootstrapConfig& config) {
 
 Status Comm::connectTransports(const topo::HostInfo& self) {
   const auto& hosts = bootstrap_->hosts();
-  transports_ = makeTransports();
   const std::string& forced = params::transport();
   if (!forced.empty() &&
       std::none_of(transports_.begin(), transports_.end(),

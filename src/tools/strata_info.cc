@@ -43,7 +43,9 @@ int main(int argc, char** argv) {
   std::printf("strata %d.%d.%d\n", STRATA_VERSION_MAJOR, STRATA_VERSION_MINOR, STRATA_VERSION_PATCH);
   std::printf("reduction kernels: %s\n", strata::reduce::isaName(strata::reduce::selectedIsa()));
   std::printf("transports:");
-  for (const auto& t : strata::makeTransports()) std::printf(" %s", t->name());
+  strata::topo::HostInfo self = strata::topo::probeHost();
+  for (const auto& t : strata::makeTransports(&self)) std::printf(" %s", t->name());
+  if (self.rdma[0]) std::printf(" (ib on %s)", self.rdma);
   std::printf("\n");
   return 0;
 }

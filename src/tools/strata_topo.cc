@@ -35,8 +35,8 @@ struct PairTransport {
 // What Comm::connectTransports picks for each pair: the first transport, in
 // preference order, that can connect the two hosts (only STRATA_TRANSPORT's
 // when that is set).
-std::vector<PairTransport> pairTransports(const std::vector<HostInfo>& all) {
-  const auto transports = strata::makeTransports();
+std::vector<PairTransport> pairTransports(const std::vector<HostInfo>& all,
+                                          const std::vector<std::unique_ptr<strata::Transport>>& transports) {
   const std::string& forced = strata::params::transport();
   std::vector<PairTransport> pairs;
   for (int a = 0; a < static_cast<int>(all.size()); ++a) {
@@ -68,11 +68,12 @@ std::string transportMatrix(int nranks, const std::vector<PairTransport>& pairs)
   return out + "\n";
 }
 
-void print(const std::vector<HostInfo>& all, bool json) {
+void print(const std::vector<HostInfo>& all, const std::vector<std::unique_ptr<strata::Transport>>& transports,
+           bool json) {
   using namespace strata::topo;
   const TopologyProbe probe = probeTopology(maskCpus(all[0]));  // all[0] is this process
   const Hierarchy h = buildHierarchy(all);
-  const std::vector<PairTransport> pairs = pairTransports(all);
+  const std::vector<PairTransport> pairs = pairTransports(all, transports);
   if (json) {
     std::string out = "{\"machine\":" + describeMachineJson(probe) + ",\"hierarchy\":" + describeJson(h, all) +
                       ",\"transports\":[";
@@ -101,9 +102,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   HostInfo self = strata::topo::probeHost();
+  const auto transports = strata::makeTransports(&self);
   // The launchers strata_comm_init_world recognizes.
   if (!strata::launch::launchedByPmix() && !std::getenv("RANK") && !std::getenv("WORLD_SIZE")) {
-    print({self}, json);
+    print({self}, transports, json);
     return 0;
   }
   strata_comm_t comm = nullptr;
@@ -114,7 +116,7 @@ int main(int argc, char** argv) {
   std::vector<HostInfo> all(nranks);
   if (strata_allgather(&self, all.data(), sizeof(HostInfo), STRATA_UINT8, comm) != STRATA_SUCCESS)
     return fail("strata_allgather of the ranks' HostInfo", comm);
-  if (rank == 0) print(all, json);
+  if (rank == 0) print(all, transports, json);
   strata_comm_destroy(comm);
   return 0;
 }

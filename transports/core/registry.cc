@@ -1,14 +1,21 @@
 #include "shm_transport.h"
+#ifdef STRATA_HAVE_IB
+#include "ib_transport.h"
+#endif
 #include "tcp_transport.h"
 #include "transport.h"
 
 namespace strata {
 
-std::vector<std::unique_ptr<Transport>> makeTransports() {
+std::vector<std::unique_ptr<Transport>> makeTransports(topo::HostInfo* self) {
   std::vector<std::unique_ptr<Transport>> all;
-  // Preference order: memory within a host, then the network.
+  // Preference order: memory within a host, then RDMA, then sockets.
   all.push_back(std::make_unique<shm::ShmTransport>());
+#ifdef STRATA_HAVE_IB
+  all.push_back(std::make_unique<ib::IbTransport>());
+#endif
   all.push_back(std::make_unique<tcp::TcpTransport>());
+  for (auto& t : all) t->describeSelf(self);
   return all;
 }
 

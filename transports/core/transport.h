@@ -33,14 +33,18 @@ class Transport {
  public:
   virtual ~Transport() = default;
   virtual const char* name() const = 0;
+  // Adds what this transport offers on this host (HostInfo::rdma) before the
+  // bootstrap shares it; peers' canConnect decisions read it.
+  virtual void describeSelf(topo::HostInfo* /*self*/) {}
   virtual bool canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const = 0;
   // Collective: every rank calls it (with its own peers, possibly none). Fills
   // the entries of `out` for req.peers. The transport outlives its connectors.
   virtual Status connect(const ConnectRequest& req, Connections& out) = 0;
 };
 
-// Every transport built into this library, in order of preference.
-std::vector<std::unique_ptr<Transport>> makeTransports();
+// Every transport built into this library, in order of preference, each
+// having described itself into `self`.
+std::vector<std::unique_ptr<Transport>> makeTransports(topo::HostInfo* self);
 
 // Index into `transports` of the one that connects a to b: the first that
 // can, only `forced` if that is not empty; -1 if none. Symmetric, so both

@@ -1,0 +1,334 @@
+#include "ib_link.h"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "clock.h"
+#include "log.h"
+
+namespace strata::ib {
+namespace {
+
+// Work request ids: the kind, the queue pair and, for sends, the queue
+// pair's post count, so one completion retires everything before it.
+enum Kind : uint64_t { kSlot = 0, kZeroCopy = 1, kCredit = 2, kRecv = 3 };
+constexpr int kSignalEvery = 8;
+constexpr double kPeerCheckSeconds = 0.002;
+constexpr size_t kCacheEntries = 1024;
+
+uint64_t wrId(uint64_t kind, int qp, uint64_t seq) { return kind << 56 | uint64_t(qp) << 48 | seq; }
+uint64_t wrKind(uint64_t id) { return id >> 56; }
+int wrQp(uint64_t id) { return static_cast<int>(id >> 48 & 0xff); }
+uint64_t wrSeq(uint64_t id) { return id & ((1ull << 48) - 1); }
+
+const char* hint(ibv_wc_status status) {
+  switch (status) {
+    case IBV_WC_RETRY_EXC_ERR:
+      return "; the peer stopped acknowledging: it exited, or the link between the hosts is down "
+             "(STRATA_IB_TIMEOUT and STRATA_IB_RETRY_CNT bound how long it is retried)";
+    case IBV_WC_REM_ACCESS_ERR:
+    case IBV_WC_LOC_PROT_ERR:
+      return "; a memory registration was refused: was a buffer freed while an operation used it?";
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+      return "; the receiver had no receive posted (a bug in strata)";
+    case IBV_WC_WR_FLUSH_ERR:
+      return "; the queue pair had already failed or was aborted";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+Link::Link(Device& device, std::shared_ptr<tcp::TcpLink> side, const LinkConfig& config)
+    : device_(device),
+      side_(std::move(side)),
+      config_(config),
+      stride_(kHeaderBytes + ((config.slotBytes + 63) & ~size_t(63))),
+      sqDepth_(static_cast<uint32_t>(std::min(2 * config.nslots + 4 * kSignalEvery, device.maxQpWr()))),
+      psn_(std::random_device{}() & 0xffffff),
+      cache_(device.pd(), kCacheEntries),
+      arrived_(static_cast<size_t>(config.nslots), 0) {}
+
+Link::~Link() {
+  for (Qp& q : qps_)
+    if (q.qp) ibv_destroy_qp(q.qp);
+  if (cq_) ibv_destroy_cq(cq_);
+  if (mr_) ibv_dereg_mr(mr_);
+  std::free(memory_);
+}
+
+void Link::failWith(const char* what, int err) {
+  side_->fail(STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: %s for %s failed: %s", what, side_->peerName().c_str(),
+                           errnoText(err).c_str()));
+}
+
+Status Link::init() {
+  const size_t fifos = 2 * static_cast<size_t>(config_.nslots) * stride_;
+  memoryBytes_ = fifos + 64 + sqDepth_ * sizeof(uint64_t);
+  if (posix_memalign(reinterpret_cast<void**>(&memory_), 4096, memoryBytes_) != 0)
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: out of memory for %zu bytes of FIFOs", memoryBytes_);
+  std::memset(memory_, 0, memoryBytes_);
+  creditIn_ = reinterpret_cast<volatile uint64_t*>(memory_ + fifos);
+  creditOut_ = reinterpret_cast<uint64_t*>(memory_ + fifos + 64);
+  mr_ = ibv_reg_mr(device_.pd(), memory_, memoryBytes_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (!mr_)
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: ibv_reg_mr of %zu bytes failed: %s%s", memoryBytes_,
+                        errnoText(errno).c_str(), errno == ENOMEM ? " (raise ulimit -l: RDMA pins memory)" : "");
+  const int cqe = config_.nqps * static_cast<int>(sqDepth_ + config_.nslots) + 16;
+  cq_ = ibv_create_cq(device_.context(), cqe, nullptr, nullptr, 0);
+  if (!cq_) return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: ibv_create_cq(%d) failed: %s", cqe, errnoText(errno).c_str());
+  qps_.resize(config_.nqps);
+  for (int i = 0; i < config_.nqps; ++i) {
+    ibv_qp_init_attr init{};
+    init.send_cq = cq_;
+    init.recv_cq = cq_;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = sqDepth_;
+    init.cap.max_recv_wr = static_cast<uint32_t>(config_.nslots);
+    init.cap.max_send_sge = 2;
+    init.cap.max_recv_sge = 1;
+    qps_[i].qp = ibv_create_qp(device_.pd(), &init);
+    if (!qps_[i].qp)
+      return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: ibv_create_qp failed: %s", errnoText(errno).c_str());
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_INIT;
+    attr.pkey_index = 0;
+    attr.port_num = static_cast<uint8_t>(device_.port());
+    attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    if (int err = ibv_modify_qp(qps_[i].qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+      return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: queue pair to INIT failed: %s", errnoText(err).c_str());
+    for (int r = 0; r < config_.nslots; ++r)
+      if (!postRecv(i)) return health();
+  }
+  return Status::ok();
+}
+
+LinkCard Link::card() const {
+  LinkCard c{};
+  for (int i = 0; i < config_.nqps; ++i) c.qpn[i] = qps_[i].qp->qp_num;
+  c.psn = psn_;
+  c.nqps = static_cast<uint32_t>(config_.nqps);
+  std::memcpy(c.gid, device_.gid().raw, sizeof(c.gid));
+  c.lid = device_.lid();
+  c.mtu = static_cast<uint16_t>(device_.mtu());
+  c.nslots = static_cast<uint32_t>(config_.nslots);
+  c.stride = stride_;
+  c.ringAddr = reinterpret_cast<uint64_t>(memory_ + config_.nslots * stride_);
+  c.creditAddr = reinterpret_cast<uint64_t>(creditIn_);
+  c.ringKey = mr_->rkey;
+  c.creditKey = mr_->rkey;
+  return c;
+}
+
+Status Link::connect(const LinkCard& peer) {
+  if (peer.nqps != static_cast<uint32_t>(config_.nqps) || peer.nslots != static_cast<uint32_t>(config_.nslots) ||
+      peer.stride != stride_)
+    return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
+                        "ib: %s uses %u queue pairs and %u slots of %llu bytes, this rank %d, %d and %zu: set "
+                        "STRATA_IB_QPS_PER_CONN, STRATA_NSLOTS and STRATA_SLOT_BYTES alike everywhere",
+                        side_->peerName().c_str(), peer.nqps, peer.nslots, (unsigned long long)peer.stride,
+                        config_.nqps, config_.nslots, stride_);
+  peer_ = peer;
+  for (int i = 0; i < config_.nqps; ++i) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTR;
+    attr.path_mtu = std::min(device_.mtu(), static_cast<ibv_mtu>(peer.mtu));
+    attr.dest_qp_num = peer.qpn[i];
+    attr.rq_psn = peer.psn;
+    attr.max_dest_rd_atomic = 1;
+    attr.min_rnr_timer = 12;
+    attr.ah_attr.port_num = static_cast<uint8_t>(device_.port());
+    attr.ah_attr.dlid = peer.lid;
+    if (device_.roce()) {
+      attr.ah_attr.is_global = 1;
+      std::memcpy(attr.ah_attr.grh.dgid.raw, peer.gid, sizeof(peer.gid));
+      attr.ah_attr.grh.sgid_index = static_cast<uint8_t>(device_.gidIndex());
+      attr.ah_attr.grh.hop_limit = 255;
+    }
+    if (int err = ibv_modify_qp(qps_[i].qp, &attr,
+                                IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+      return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: queue pair to %s could not reach RTR: %s",
+                          side_->peerName().c_str(), errnoText(err).c_str());
+    attr = ibv_qp_attr{};
+    attr.qp_state = IBV_QPS_RTS;
+    attr.timeout = static_cast<uint8_t>(config_.timeout);
+    attr.retry_cnt = static_cast<uint8_t>(config_.retryCount);
+    attr.rnr_retry = 7;
+    attr.sq_psn = psn_;
+    attr.max_rd_atomic = 1;
+    if (int err = ibv_modify_qp(qps_[i].qp, &attr,
+                                IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                    IBV_QP_MAX_QP_RD_ATOMIC))
+      return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: queue pair to %s could not reach RTS: %s",
+                          side_->peerName().c_str(), errnoText(err).c_str());
+  }
+  return Status::ok();
+}
+
+void Link::abort() {
+  side_->abort();
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  for (Qp& q : qps_) ibv_modify_qp(q.qp, &attr, IBV_QP_STATE);
+}
+
+bool Link::post(int qi, int kind, ibv_sge* sges, int nsge, uint64_t remote, uint32_t rkey, bool imm,
+                uint32_t immData, bool signal) {
+  Qp& q = qps_[qi];
+  ibv_send_wr wr{};
+  ++q.posted;
+  signal = signal || q.posted % kSignalEvery == 0;
+  wr.wr_id = wrId(kind, qi, q.posted);
+  wr.sg_list = sges;
+  wr.num_sge = nsge;
+  wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+  wr.send_flags = signal ? IBV_SEND_SIGNALED : 0;
+  wr.imm_data = htonl(immData);
+  wr.wr.rdma.remote_addr = remote;
+  wr.wr.rdma.rkey = rkey;
+  ibv_send_wr* bad = nullptr;
+  if (int err = ibv_post_send(q.qp, &wr, &bad)) {
+    failWith("ibv_post_send", err);
+    return false;
+  }
+  return true;
+}
+
+bool Link::postRecv(int qi) {
+  ibv_recv_wr wr{};
+  wr.wr_id = wrId(kRecv, qi, 0);
+  ibv_recv_wr* bad = nullptr;
+  if (int err = ibv_post_recv(qps_[qi].qp, &wr, &bad)) {
+    failWith("ibv_post_recv", err);
+    return false;
+  }
+  return true;
+}
+
+bool Link::postCredit() {
+  Qp& q = qps_[0];
+  if (!room(q)) return false;
+  uint64_t& value = creditOut_[q.posted % sqDepth_];
+  value = released_;
+  ibv_sge sge{reinterpret_cast<uint64_t>(&value), sizeof(value), mr_->lkey};
+  post(0, kCredit, &sge, 1, peer_.creditAddr, peer_.creditKey, false, 0, false);
+  return true;
+}
+
+bool Link::canSend() {
+  if (!side_->ok()) return false;
+  const uint64_t peerReleased = __atomic_load_n(creditIn_, __ATOMIC_ACQUIRE);
+  return published_ - peerReleased < static_cast<uint64_t>(config_.nslots) &&
+         room(qps_[published_ % config_.nqps]);
+}
+
+void Link::send(const void* data, size_t bytes, const SlotTag& tag) {
+  char* slot = sendSlot(published_);
+  auto* header = reinterpret_cast<SlotHeader*>(slot);
+  *header = SlotHeader{tag.seq, tag.desc, bytes};
+  const int qi = static_cast<int>(published_ % config_.nqps);
+  const uint64_t remote = peer_.ringAddr + (published_ % config_.nslots) * stride_;
+  const uint32_t immData = static_cast<uint32_t>(published_);
+  uint32_t lkey = 0;
+  if (data && bytes > 0 && config_.zeroCopy) lkey = cache_.lookup(data, bytes, tag.seq, flushed());
+  if (lkey) {
+    ibv_sge sges[2] = {{reinterpret_cast<uint64_t>(slot), static_cast<uint32_t>(kHeaderBytes), mr_->lkey},
+                       {reinterpret_cast<uint64_t>(data), static_cast<uint32_t>(bytes), lkey}};
+    if (post(qi, kZeroCopy, sges, 2, remote, peer_.ringKey, true, immData, true)) ++zeroCopyPosted_;
+  } else {
+    if (data && bytes > 0) std::memcpy(slot + kHeaderBytes, data, bytes);
+    ibv_sge sge{reinterpret_cast<uint64_t>(slot), static_cast<uint32_t>(kHeaderBytes + bytes), mr_->lkey};
+    post(qi, kSlot, &sge, 1, remote, peer_.ringKey, true, immData, false);
+  }
+  ++published_;
+}
+
+const char* Link::arrived(size_t* bytes, SlotTag* tag) {
+  const size_t slot = released_ % config_.nslots;
+  if (!arrived_[slot]) return nullptr;
+  const auto* header = reinterpret_cast<const SlotHeader*>(recvSlot(released_));
+  *bytes = header->bytes;
+  *tag = SlotTag{header->seq, header->desc};
+  return recvSlot(released_) + kHeaderBytes;
+}
+
+void Link::release() {
+  arrived_[released_ % config_.nslots] = 0;
+  ++released_;
+  creditPending_ = !postCredit();
+}
+
+void Link::completed(const ibv_wc& wc) {
+  const uint64_t kind = wrKind(wc.wr_id);
+  const int qi = wrQp(wc.wr_id);
+  if (wc.status != IBV_WC_SUCCESS) {
+    // Later requests flush with IBV_WC_WR_FLUSH_ERR; the first error is the cause.
+    if (!side_->ok()) return;
+    const bool peer = wc.status == IBV_WC_RETRY_EXC_ERR || wc.status == IBV_WC_WR_FLUSH_ERR ||
+                      wc.status == IBV_WC_REM_ABORT_ERR;
+    side_->fail(STRATA_ERROR(peer ? STRATA_ERR_REMOTE : STRATA_ERR_SYSTEM,
+                             "ib: %s with %s failed: %s (status %d, vendor error %#x, queue pair %d)%s",
+                             kind == kRecv ? "a receive" : "an RDMA write", side_->peerName().c_str(),
+                             ibv_wc_status_str(wc.status), wc.status, wc.vendor_err, qi, hint(wc.status)));
+    return;
+  }
+  if (kind == kRecv) {
+    const uint32_t k = ntohl(wc.imm_data);
+    const uint32_t ahead = k - static_cast<uint32_t>(released_);
+    if (ahead >= static_cast<uint32_t>(config_.nslots)) {
+      side_->fail(STRATA_ERROR(STRATA_ERR_INTERNAL, "ib: message %u from %s arrived outside the window [%llu, +%d)",
+                               k, side_->peerName().c_str(), (unsigned long long)released_, config_.nslots));
+      return;
+    }
+    arrived_[k % config_.nslots] = 1;
+    postRecv(qi);
+    return;
+  }
+  qps_[qi].retired = std::max(qps_[qi].retired, wrSeq(wc.wr_id));
+  if (kind == kZeroCopy) ++zeroCopyDone_;
+}
+
+void Link::checkPeer() {
+  char byte;
+  const ssize_t n = recv(side_->fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) {
+    side_->fail(makeErrorQuiet(STRATA_ERR_REMOTE, "%s closed its connection (it failed, aborted or exited)",
+                               side_->peerName().c_str()));
+  } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+    side_->fail(makeErrorQuiet(STRATA_ERR_REMOTE, "the connection to %s failed: %s", side_->peerName().c_str(),
+                               errnoText(errno).c_str()));
+  }
+}
+
+bool Link::poll() {
+  ibv_wc wcs[16];
+  bool any = false;
+  for (;;) {
+    const int n = ibv_poll_cq(cq_, 16, wcs);
+    if (n < 0) {
+      failWith("ibv_poll_cq", EIO);
+      return true;
+    }
+    for (int i = 0; i < n; ++i) completed(wcs[i]);
+    any |= n > 0;
+    if (n < 16) break;
+  }
+  if (creditPending_) creditPending_ = !postCredit();
+  const double now = nowSeconds();
+  if (now >= nextPeerCheck_) {
+    nextPeerCheck_ = now + kPeerCheckSeconds;
+    checkPeer();
+  }
+  return any;
+}
+
+}  // namespace strata::ib

@@ -1,0 +1,145 @@
+// One (pair of ranks, channel) over RDMA: `nqps` RC queue pairs sharing one
+// completion queue, and the memory both directions of the pair need.
+//
+// Sending message k writes its slot (a 64-byte header, then the payload)
+// with RDMA WRITE WITH IMMEDIATE straight into slot k % nslots of the
+// receiver's registered FIFO, on queue pair k % nqps; the immediate is k, and
+// its completion on the receiver says the bytes have landed. The receiver,
+// once it has consumed a slot, RDMA-writes its count of released messages
+// into the sender's credit word: the sender may run at most nslots messages
+// ahead of it. Every queue pair keeps nslots receives posted, so a write can
+// never find the receiver not ready.
+//
+// Only some work requests are signalled: sends straight from the caller's
+// memory (the operation must not finish before they have left) and every
+// kSignalEvery-th request otherwise, which retires the unsignalled ones
+// before it from the send queue.
+//
+// A TCP socket per peer (shared by its channels) carried the queue pair
+// details while connecting and stays open: its end-of-stream is how a peer
+// that died or aborted is noticed even by a rank that only waits to receive.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "connector.h"
+#include "ib_device.h"
+#include "ib_mr_cache.h"
+#include "tcp_connector.h"
+
+namespace strata::ib {
+
+constexpr int kMaxQps = 16;
+constexpr size_t kHeaderBytes = 64;
+
+struct SlotHeader {
+  uint64_t seq;
+  uint64_t desc;
+  uint64_t bytes;
+};
+
+// What the peer needs to reach this end; travels over the side socket.
+struct LinkCard {
+  uint32_t qpn[kMaxQps];
+  uint32_t psn;
+  uint32_t nqps;
+  uint8_t gid[16];
+  uint16_t lid;
+  uint16_t mtu;
+  uint32_t nslots;
+  uint64_t stride;  // bytes from one slot to the next
+  uint64_t ringAddr;
+  uint64_t creditAddr;
+  uint32_t ringKey;
+  uint32_t creditKey;
+};
+
+struct LinkConfig {
+  int nqps;
+  size_t slotBytes;
+  int nslots;
+  int timeout;   // ibv_qp_attr.timeout: 4.096 us * 2^timeout per try
+  int retryCount;
+  bool zeroCopy;  // register and send from the caller's buffers
+};
+
+class Link {
+ public:
+  Link(Device& device, std::shared_ptr<tcp::TcpLink> side, const LinkConfig& config);
+  ~Link();
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
+
+  // Creates the queue pairs and registers the FIFOs.
+  Status init();
+  LinkCard card() const;
+  // Brings the queue pairs up to send to `peer`.
+  Status connect(const LinkCard& peer);
+
+  Status health() const { return side_->error(); }
+  void abort();
+  // Reaps completions, sends a pending credit, and checks now and then that
+  // the peer is still there. True if anything completed.
+  bool poll();
+
+  // Sending side.
+  bool canSend();
+  char* sendPayload() { return sendSlot(published_) + kHeaderBytes; }
+  // Posts message `published_` from its slot, or from `data` (the caller's
+  // memory) when it is not null and can be registered.
+  void send(const void* data, size_t bytes, const SlotTag& tag);
+  bool flushed() const { return zeroCopyDone_ == zeroCopyPosted_; }
+  bool zeroCopy() const { return config_.zeroCopy; }
+
+  // Receiving side.
+  const char* arrived(size_t* bytes, SlotTag* tag);
+  void release();
+
+ private:
+  struct Qp {
+    ibv_qp* qp = nullptr;
+    uint64_t posted = 0;   // work requests posted to the send queue
+    uint64_t retired = 0;  // of those, known complete
+  };
+  char* sendSlot(uint64_t k) { return memory_ + (k % config_.nslots) * stride_; }
+  char* recvSlot(uint64_t k) { return memory_ + (config_.nslots + k % config_.nslots) * stride_; }
+  bool room(const Qp& q) const { return q.posted - q.retired + 1 < sqDepth_; }
+  // Posts one RDMA write on queue pair `qi`; false (and the link failed) on error.
+  bool post(int qi, int kind, ibv_sge* sges, int nsge, uint64_t remote, uint32_t rkey, bool imm, uint32_t immData,
+            bool signal);
+  bool postRecv(int qi);
+  bool postCredit();
+  void failWith(const char* what, int err);
+  void completed(const ibv_wc& wc);
+  void checkPeer();
+
+  Device& device_;
+  std::shared_ptr<tcp::TcpLink> side_;
+  LinkConfig config_;
+  size_t stride_;
+  uint32_t sqDepth_;
+  uint32_t psn_;
+  ibv_cq* cq_ = nullptr;
+  std::vector<Qp> qps_;
+  char* memory_ = nullptr;  // send FIFO, receive FIFO, credit in, credits out
+  size_t memoryBytes_ = 0;
+  ibv_mr* mr_ = nullptr;
+  volatile uint64_t* creditIn_ = nullptr;  // the peer's released count, written by the peer
+  uint64_t* creditOut_ = nullptr;          // sqDepth_ values, one per send queue entry
+  LinkCard peer_{};
+  MrCache cache_;
+
+  uint64_t published_ = 0;
+  uint64_t zeroCopyPosted_ = 0;
+  uint64_t zeroCopyDone_ = 0;
+  uint64_t released_ = 0;
+  bool creditPending_ = false;
+  std::vector<uint8_t> arrived_;  // per receive slot
+  double nextPeerCheck_ = 0;
+};
+
+}  // namespace strata::ib

@@ -1,0 +1,28 @@
+// RDMA (InfiniBand or RoCE) between ranks whose hosts both have an active
+// verbs device: preferred to tcp between hosts, forced everywhere with
+// STRATA_TRANSPORT=ib. Each (pair, channel) is an ib Link (ib_link.h) of
+// STRATA_IB_QPS_PER_CONN RC queue pairs. See README.md.
+#pragma once
+
+#include <memory>
+
+#include "ib_device.h"
+#include "transport.h"
+
+namespace strata::ib {
+
+class IbTransport final : public Transport {
+ public:
+  const char* name() const override { return "ib"; }
+  // Opens the device; HostInfo::rdma names it ("" when there is none).
+  void describeSelf(topo::HostInfo* self) override;
+  bool canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const override {
+    return self.rdma[0] != '\0' && peer.rdma[0] != '\0';
+  }
+  Status connect(const ConnectRequest& req, Connections& out) override;
+
+ private:
+  std::unique_ptr<Device> device_;
+};
+
+}  // namespace strata::ib
