@@ -170,6 +170,11 @@ STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size);
  * "pairwise"), at most 15 characters, written NUL-terminated into name (len
  * bytes), and, when nchannels is not NULL, the channels it would use. Local:
  * every rank gets the same answer without communicating. */
+/* The transport that carries comm's traffic between this rank and `peer`
+ * ("shm", "ib", "tcp", or "self" for this rank), written NUL-terminated into
+ * name (len bytes; 8 are always enough). */
+STRATA_API strata_result_t strata_comm_peer_transport(strata_comm_t comm, int peer, char* name, size_t len);
+
 STRATA_API strata_result_t strata_comm_algorithm(strata_comm_t comm, const char* collective, size_t count,
                                                  strata_datatype_t datatype, char* name, size_t len,
                                                  int* nchannels);

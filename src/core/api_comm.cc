@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -308,6 +309,21 @@ STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank) {
   Status s = api::ready(comm);
   if (!s.isOk()) return finish(s, comm);
   *rank = comm->impl->rank();
+  return STRATA_SUCCESS;
+}
+
+STRATA_API strata_result_t strata_comm_peer_transport(strata_comm_t comm, int peer, char* name, size_t len) {
+  if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  if (!name || len == 0) return finish(STRATA_INVALID_ARG("name is NULL or len is 0"), comm);
+  Status s = api::ready(comm);
+  if (!s.isOk()) return finish(s, comm);
+  const int nranks = comm->impl->size();
+  if (peer < 0 || peer >= nranks)
+    return finish(STRATA_INVALID_ARG("peer %d is not a rank of this communicator (0..%d)", peer, nranks - 1), comm);
+  const char* transport = comm->impl->transportTo(peer);
+  if (std::strlen(transport) >= len)
+    return finish(STRATA_INVALID_ARG("len %zu is too small for \"%s\"", len, transport), comm);
+  std::snprintf(name, len, "%s", transport);
   return STRATA_SUCCESS;
 }
 

@@ -124,6 +124,7 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
   // Each peer goes to the first transport (in preference order) that can
   // reach it; both ends decide alike because canConnect is symmetric.
   std::vector<std::vector<int>> peersOf(transports_.size());
+  peerTransport_.assign(nranks_, -1);
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
     const int t = chooseTransport(transports_, forced, self, hosts[p]);
@@ -133,6 +134,7 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
                           p, hosts[p].hostname, self.hostname, forced.empty() ? "" : " with STRATA_TRANSPORT=",
                           forced.c_str());
     peersOf[t].push_back(p);
+    peerTransport_[p] = t;
     STRATA_TRACE(INIT, "rank %d -> rank %d over %s", rank_, p, transports_[t]->name());
   }
   connections_.send.resize(shape_.nchannels);

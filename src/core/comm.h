@@ -24,6 +24,10 @@ class Comm final : public FailureSink {
   ~Comm() override;
 
   int rank() const { return rank_; }
+  // The transport connecting this rank to `peer` ("self" for this rank).
+  const char* transportTo(int peer) const {
+    return peer == rank_ ? "self" : transports_[peerTransport_[peer]]->name();
+  }
   int size() const { return nranks_; }
 
   // Queues a collective on `request` (validated, with data to move). With
@@ -97,6 +101,7 @@ class Comm final : public FailureSink {
 
   std::unique_ptr<boot::Bootstrap> bootstrap_;
   std::vector<std::unique_ptr<Transport>> transports_;
+  std::vector<int> peerTransport_;  // index into transports_, per rank
   Connections connections_;
   std::vector<Channel> channels_;
   std::vector<ChannelPlan> plans_;  // scratch for building, capacity reused

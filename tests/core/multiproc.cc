@@ -57,12 +57,21 @@ uint64_t hashBytes(const void* data, size_t bytes) {
 
 std::vector<RankOutcome> runRanks(int nranks, double timeoutSeconds, const RankBody& body,
                                   const std::vector<std::pair<std::string, std::string>>& env) {
-  std::vector<RankOutcome> outcomes(nranks);
   strata_unique_id_t id;
   if (strata_get_unique_id(&id) != STRATA_SUCCESS) {
     ADD_FAILURE() << "strata_get_unique_id: " << strata_last_error();
-    return outcomes;
+    return std::vector<RankOutcome>(nranks);
   }
+  std::vector<ChildBody> bodies;
+  for (int r = 0; r < nranks; ++r)
+    bodies.push_back([&body, r, nranks, &id](Reporter& rep) { body(r, nranks, id, rep); });
+  return runChildren(bodies, timeoutSeconds, env);
+}
+
+std::vector<RankOutcome> runChildren(const std::vector<ChildBody>& bodies, double timeoutSeconds,
+                                     const std::vector<std::pair<std::string, std::string>>& env) {
+  const int nranks = static_cast<int>(bodies.size());
+  std::vector<RankOutcome> outcomes(nranks);
   std::vector<pid_t> pids(nranks, -1);
   std::vector<int> fds(nranks, -1);
   std::vector<std::string> buffers(nranks);
@@ -80,7 +89,7 @@ std::vector<RankOutcome> runRanks(int nranks, double timeoutSeconds, const RankB
       for (int other = 0; other < r; ++other) close(fds[other]);
       for (const auto& kv : env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
       Reporter reporter(pipefd[1]);
-      body(r, nranks, id, reporter);
+      bodies[r](reporter);
       fflush(stdout);
       fflush(stderr);
       _exit(0);
@@ -157,7 +166,7 @@ std::vector<RankOutcome> runRanks(int nranks, double timeoutSeconds, const RankB
       }
     }
   }
-  if (timedOut) ADD_FAILURE() << "ranks did not finish within " << timeoutSeconds << " s";
+  if (timedOut) ADD_FAILURE() << "processes did not finish within " << timeoutSeconds << " s";
   return outcomes;
 }
 

@@ -48,6 +48,12 @@ using RankBody = std::function<void(int rank, int nranks, const strata_unique_id
 std::vector<RankOutcome> runRanks(int nranks, double timeoutSeconds, const RankBody& body,
                                   const std::vector<std::pair<std::string, std::string>>& env = {});
 
+// The same for any bodies, one child process each: for ranks whose job spans
+// machines, where each machine runs only its own.
+using ChildBody = std::function<void(Reporter& r)>;
+std::vector<RankOutcome> runChildren(const std::vector<ChildBody>& bodies, double timeoutSeconds,
+                                     const std::vector<std::pair<std::string, std::string>>& env = {});
+
 // GoogleTest assertions over the outcomes: every rank exited cleanly with no
 // failures, and every named value is equal on all ranks.
 void expectAllPassed(const std::vector<RankOutcome>& outcomes);

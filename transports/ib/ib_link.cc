@@ -40,6 +40,8 @@ const char* hint(ibv_wc_status status) {
       return "; the receiver had no receive posted (a bug in strata)";
     case IBV_WC_WR_FLUSH_ERR:
       return "; the queue pair had already failed or was aborted";
+    case IBV_WC_LOC_QP_OP_ERR:
+      return "; the local device could not send: is its network link down?";
     default:
       return "";
   }
@@ -273,12 +275,19 @@ void Link::completed(const ibv_wc& wc) {
   if (wc.status != IBV_WC_SUCCESS) {
     // Later requests flush with IBV_WC_WR_FLUSH_ERR; the first error is the cause.
     if (!side_->ok()) return;
+    // The peer, or the way to it, is gone: what a lost link or a dead rank
+    // looks like from here. Anything else is this host's problem.
     const bool peer = wc.status == IBV_WC_RETRY_EXC_ERR || wc.status == IBV_WC_WR_FLUSH_ERR ||
-                      wc.status == IBV_WC_REM_ABORT_ERR;
+                      wc.status == IBV_WC_REM_ABORT_ERR || wc.status == IBV_WC_LOC_QP_OP_ERR;
+    ibv_port_attr port{};
+    const bool portDown = ibv_query_port(device_.context(), static_cast<uint8_t>(device_.port()), &port) == 0 &&
+                          port.state != IBV_PORT_ACTIVE;
     side_->fail(STRATA_ERROR(peer ? STRATA_ERR_REMOTE : STRATA_ERR_SYSTEM,
-                             "ib: %s with %s failed: %s (status %d, vendor error %#x, queue pair %d)%s",
+                             "ib: %s with %s failed: %s (status %d, vendor error %#x, queue pair %d)%s%s%s",
                              kind == kRecv ? "a receive" : "an RDMA write", side_->peerName().c_str(),
-                             ibv_wc_status_str(wc.status), wc.status, wc.vendor_err, qi, hint(wc.status)));
+                             ibv_wc_status_str(wc.status), wc.status, wc.vendor_err, qi, hint(wc.status),
+                             portDown ? "; this host's port is down: " : "",
+                             portDown ? device_.label().c_str() : ""));
     return;
   }
   if (kind == kRecv) {

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs the rdma suite: TEST_BINARY once in each of two rdma-vm guests
+# (Soft-RoCE under QEMU), one rank per guest, with the verbs transport forced.
+# Exits 77 (skipped) saying why where the guests cannot run: not root, no
+# rdma-vm, or its setup (packages, kernel download) failing.
+#   run_in_guests.sh BUILD_DIR TEST_BINARY SOURCE_ROOT [gtest args...]
+set -uo pipefail
+build=$1 binary=$2 source=$3
+shift 3
+
+vm=${RDMA_VM:-}
+for candidate in "$source/../shared/tools/rdma-vm" /work/shared/tools/rdma-vm; do
+  [ -z "$vm" ] && [ -x "$candidate" ] && vm=$candidate
+done
+if [ -z "$vm" ]; then
+  echo "SKIP: rdma-vm not found (set RDMA_VM to its path)"; exit 77
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: rdma-vm needs root to boot its guests"; exit 77
+fi
+if ! setup=$("$vm" --setup 2>&1); then
+  echo "$setup" | tail -5
+  echo "SKIP: rdma-vm cannot run here (setup failed, above)"; exit 77
+fi
+
+# The guests see the host's files read-only, and the current directory
+# read-write at the same path: run from the build directory.
+cd "$build" || exit 1
+export STRATA_TRANSPORT=ib RDMA_TEST_PORT=29700 WORLD_SIZE=2 MASTER_ADDR=rdmavm0
+command='RANK=$RDMA_VM_NODE exec "$0" "$@"'
+for attempt in 1 2; do
+  "$vm" --nodes 2 --timeout 1200 -- bash -c "$command" "$binary" "$@"
+  rc=$?
+  # 125: a guest did not boot or report, which a loaded host can cause once.
+  [ "$rc" -ne 125 ] && exit "$rc"
+  echo "rdma-vm: a guest failed to boot (attempt $attempt)"
+done
+exit "$rc"
