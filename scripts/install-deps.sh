@@ -15,6 +15,7 @@ packages=(
   libopenblas0-pthread                          # torch's BLAS (Debian's default is the reference BLAS)
   libgloo-dev iperf3                            # bench/compare-net's references
   iproute2 nftables                             # multi-host tests in network namespaces
+  libibverbs-dev ibverbs-providers perftest     # ib transport; ib_write_bw for bench/compare-rdma
 )
 
 missing=()

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -413,6 +414,33 @@ long checkCall(const Call& c, void* send, void* recv, bool inPlace, const Option
   return static_cast<long>(wrong);
 }
 
+// "# transports: ib 0-1 2-3; shm 0-2 1-3" (pairs listed up to 16 ranks,
+// counted beyond), from every rank's view of its own peers.
+void printTransports(strata_comm_t comm, int rank, int nranks) {
+  constexpr size_t kName = 8;
+  const bool everyone = nranks <= 256;  // beyond: rank 0's own peers only
+  std::vector<char> mine(nranks * kName, 0), all(everyone ? size_t(nranks) * nranks * kName : 0);
+  for (int p = 0; p < nranks; ++p) must(strata_comm_peer_transport(comm, p, &mine[p * kName], kName), comm, "peer_transport");
+  if (everyone) must(strata_allgather(mine.data(), all.data(), mine.size(), STRATA_UINT8, comm), comm, "allgather");
+  if (rank != 0) return;
+  std::map<std::string, std::vector<std::string>> pairs;
+  for (int a = 0; a < (everyone ? nranks : 1); ++a)
+    for (int b = a + 1; b < nranks; ++b)
+      pairs[everyone ? &all[(size_t(a) * nranks + b) * kName] : &mine[b * kName]].push_back(
+          std::to_string(a) + "-" + std::to_string(b));
+  std::string line = "# transports:";
+  for (const auto& [name, list] : pairs) {
+    line += " " + name;
+    if (nranks <= 16)
+      for (const auto& pair : list) line += " " + pair;
+    else
+      line += " (" + std::to_string(list.size()) + " pairs)";
+    line += ";";
+  }
+  if (!pairs.empty()) line.pop_back();
+  std::printf("%s\n", line.c_str());
+}
+
 int runCollective(const CollInfo& coll, const Options& o, strata_comm_t comm, void* send, void* recv) {
   int rank = 0, nranks = 0;
   strata_comm_rank(comm, &rank);
@@ -425,7 +453,11 @@ int runCollective(const CollInfo& coll, const Options& o, strata_comm_t comm, vo
   if (rank == 0) {
     char host[64] = "";
     gethostname(host, sizeof(host) - 1);
-    std::printf("# strata-perf: %s, %d ranks, host %s, pid %d\n#\n", coll.name, nranks, host, getpid());
+    std::printf("# strata-perf: %s, %d ranks, host %s, pid %d\n", coll.name, nranks, host, getpid());
+  }
+  if (nranks > 1) printTransports(comm, rank, nranks);
+  if (rank == 0) {
+    std::printf("#\n");
     std::printf("# %10s %12s %8s %6s %5s   %s   %s\n", "", "", "", "", "", "               out-of-place",
                 "                in-place");
     std::printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s%s\n", "size", "count", "type", "redop",

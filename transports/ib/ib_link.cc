@@ -21,6 +21,10 @@ namespace {
 enum Kind : uint64_t { kSlot = 0, kZeroCopy = 1, kCredit = 2, kRecv = 3 };
 constexpr int kSignalEvery = 8;
 constexpr double kPeerCheckSeconds = 0.002;
+// A link polled this long without a completion sends an empty RDMA write:
+// a rank that only waits to receive learns that way, within the retry
+// timeout, that the link is down (a dead peer closes the side socket).
+constexpr double kProbeSeconds = 0.5;
 constexpr size_t kCacheEntries = 1024;
 
 uint64_t wrId(uint64_t kind, int qp, uint64_t seq) { return kind << 56 | uint64_t(qp) << 48 | seq; }
@@ -216,13 +220,13 @@ bool Link::postRecv(int qi) {
   return true;
 }
 
-bool Link::postCredit() {
+bool Link::postCredit(bool signal) {
   Qp& q = qps_[0];
   if (!room(q)) return false;
   uint64_t& value = creditOut_[q.posted % sqDepth_];
   value = released_;
   ibv_sge sge{reinterpret_cast<uint64_t>(&value), sizeof(value), mr_->lkey};
-  post(0, kCredit, &sge, 1, peer_.creditAddr, peer_.creditKey, false, 0, false);
+  post(0, kCredit, &sge, 1, peer_.creditAddr, peer_.creditKey, false, 0, signal);
   return true;
 }
 
@@ -333,6 +337,13 @@ bool Link::poll() {
   }
   if (creditPending_) creditPending_ = !postCredit();
   const double now = nowSeconds();
+  if (any || lastCompletion_ == 0) lastCompletion_ = now;
+  if (now - lastCompletion_ > kProbeSeconds && room(qps_[0]) && side_->ok()) {
+    STRATA_TRACE(NET, "ib: probing %s after %.1f s without a completion", side_->peerName().c_str(),
+                 now - lastCompletion_);
+    postCredit(true);
+    lastCompletion_ = now;
+  }
   if (now >= nextPeerCheck_) {
     nextPeerCheck_ = now + kPeerCheckSeconds;
     checkPeer();

@@ -112,7 +112,8 @@ class Link {
   bool post(int qi, int kind, ibv_sge* sges, int nsge, uint64_t remote, uint32_t rkey, bool imm, uint32_t immData,
             bool signal);
   bool postRecv(int qi);
-  bool postCredit();
+  // Writes released_ into the peer's credit word; false if the queue is full.
+  bool postCredit(bool signal = false);
   void failWith(const char* what, int err);
   void completed(const ibv_wc& wc);
   void checkPeer();
@@ -140,6 +141,7 @@ class Link {
   bool creditPending_ = false;
   std::vector<uint8_t> arrived_;  // per receive slot
   double nextPeerCheck_ = 0;
+  double lastCompletion_ = 0;
 };
 
 }  // namespace strata::ib
