@@ -122,6 +122,17 @@ TEST(Api, CollectiveArgumentsAreValidated) {
     rep.ok(strata_comm_size(comm, &n), comm, "size");
     if (r != rank || n != nranks) rep.fail("rank/size %d/%d", r, n);
     if (strata_comm_rank(comm, nullptr) != STRATA_ERR_INVALID_ARGUMENT) rep.fail("null rank output accepted");
+    // The transport of each pair: both ranks share this host's memory.
+    char name[8];
+    const int peer = 1 - rank;
+    rep.ok(strata_comm_peer_transport(comm, peer, name, sizeof(name)), comm, "peer_transport");
+    const char* want = std::getenv("STRATA_TRANSPORT") ? std::getenv("STRATA_TRANSPORT") : "shm";
+    if (std::strcmp(name, want) != 0) rep.fail("peer %d is reached over %s, want %s", peer, name, want);
+    rep.ok(strata_comm_peer_transport(comm, rank, name, sizeof(name)), comm, "peer_transport(self)");
+    if (std::strcmp(name, "self") != 0) rep.fail("this rank's own transport is %s, want self", name);
+    expect({"peer out of range", strata_comm_peer_transport(comm, 2, name, sizeof(name)), "peer 2"});
+    expect({"null name", strata_comm_peer_transport(comm, peer, nullptr, 8), "name"});
+    expect({"short name", strata_comm_peer_transport(comm, peer, name, 2), "len 2"});
     rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
   });
   expectAllPassed(outcomes);

@@ -10,6 +10,14 @@
 
 namespace strata::ib {
 
+// Both ends of a link sleep on its completion events; the side socket too,
+// so that a peer's death wakes them.
+inline void addLinkFd(Link& link, std::vector<pollfd>& out) {
+  const int fd = link.armForSleep();
+  if (fd >= 0) out.push_back({fd, POLLIN, 0});
+  out.push_back({link.sideFd(), POLLIN, 0});
+}
+
 class IbSendConnector final : public SendConnector {
  public:
   IbSendConnector(std::shared_ptr<Link> link, size_t slotBytes) : link_(std::move(link)), slotBytes_(slotBytes) {}
@@ -27,6 +35,7 @@ class IbSendConnector final : public SendConnector {
   bool needsProgress() const override { return true; }
   bool progress() override { return link_->poll(); }
   bool flushed() const override { return link_->flushed(); }
+  void addPollFds(std::vector<pollfd>& out) const override { addLinkFd(*link_, out); }
 
  private:
   std::shared_ptr<Link> link_;
@@ -42,6 +51,7 @@ class IbRecvConnector final : public RecvConnector {
   void abort() override { link_->abort(); }
   bool needsProgress() const override { return true; }
   bool progress() override { return link_->poll(); }
+  void addPollFds(std::vector<pollfd>& out) const override { addLinkFd(*link_, out); }
 
  private:
   std::shared_ptr<Link> link_;

@@ -1,6 +1,8 @@
 #include "ib_link.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -66,7 +68,10 @@ Link::Link(Device& device, std::shared_ptr<tcp::TcpLink> side, const LinkConfig&
 Link::~Link() {
   for (Qp& q : qps_)
     if (q.qp) ibv_destroy_qp(q.qp);
+  drainEvents();
   if (cq_) ibv_destroy_cq(cq_);
+  if (events_) ibv_destroy_comp_channel(events_);
+  if (readyFd_ >= 0) close(readyFd_);
   if (mr_) ibv_dereg_mr(mr_);
   std::free(memory_);
 }
@@ -89,7 +94,16 @@ Status Link::init() {
     return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: ibv_reg_mr of %zu bytes failed: %s%s", memoryBytes_,
                         errnoText(errno).c_str(), errno == ENOMEM ? " (raise ulimit -l: RDMA pins memory)" : "");
   const int cqe = config_.nqps * static_cast<int>(sqDepth_ + config_.nslots) + 16;
-  cq_ = ibv_create_cq(device_.context(), cqe, nullptr, nullptr, 0);
+  events_ = ibv_create_comp_channel(device_.context());
+  if (!events_)
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: ibv_create_comp_channel failed: %s", errnoText(errno).c_str());
+  const int flags = fcntl(events_->fd, F_GETFL);
+  if (flags < 0 || fcntl(events_->fd, F_SETFL, flags | O_NONBLOCK) != 0)
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: fcntl(O_NONBLOCK) on the event channel failed: %s",
+                        errnoText(errno).c_str());
+  readyFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (readyFd_ < 0) return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: eventfd failed: %s", errnoText(errno).c_str());
+  cq_ = ibv_create_cq(device_.context(), cqe, nullptr, events_, 0);
   if (!cq_) return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: ibv_create_cq(%d) failed: %s", cqe, errnoText(errno).c_str());
   qps_.resize(config_.nqps);
   for (int i = 0; i < config_.nqps; ++i) {
@@ -322,9 +336,49 @@ void Link::checkPeer() {
   }
 }
 
+void Link::drainEvents() {
+  if (!armed_) return;
+  // Non-blocking: every event that fired is taken and acknowledged (a queue
+  // with unacknowledged events cannot be destroyed).
+  ibv_cq* cq = nullptr;
+  void* context = nullptr;
+  unsigned events = 0;
+  while (ibv_get_cq_event(events_, &cq, &context) == 0) ++events;
+  if (events) {
+    ibv_ack_cq_events(cq_, events);
+    armed_ = false;
+  }
+}
+
+int Link::armForSleep() {
+  if (!side_->ok()) return -1;
+  if (!armed_) {
+    if (ibv_req_notify_cq(cq_, 0) != 0) return -1;
+    armed_ = true;
+  }
+  // A completion that landed before the arming raises no event: look once more.
+  ibv_wc wc;
+  if (ibv_poll_cq(cq_, 1, &wc) > 0) {
+    if (early_.empty()) {
+      const uint64_t one = 1;
+      (void)!write(readyFd_, &one, sizeof(one));
+    }
+    early_.push_back(wc);
+    return readyFd_;
+  }
+  return early_.empty() ? events_->fd : readyFd_;
+}
+
 bool Link::poll() {
   ibv_wc wcs[16];
-  bool any = false;
+  bool any = !early_.empty();
+  if (any) {
+    uint64_t count;
+    (void)!read(readyFd_, &count, sizeof(count));
+    for (const ibv_wc& wc : early_) completed(wc);
+    early_.clear();
+  }
+  drainEvents();
   for (;;) {
     const int n = ibv_poll_cq(cq_, 16, wcs);
     if (n < 0) {

@@ -85,6 +85,12 @@ class Link {
   // Reaps completions, sends a pending credit, and checks now and then that
   // the peer is still there. True if anything completed.
   bool poll();
+  // For a thread about to sleep: arms the completion queue's event, so that
+  // the next completion makes the returned descriptor readable. Completions
+  // that raced with the arming are kept for the next poll(), and the
+  // descriptor returned then is one that is readable already.
+  int armForSleep();
+  int sideFd() const { return side_->fd(); }
 
   // Sending side.
   bool canSend();
@@ -116,6 +122,7 @@ class Link {
   bool postCredit(bool signal = false);
   void failWith(const char* what, int err);
   void completed(const ibv_wc& wc);
+  void drainEvents();
   void checkPeer();
 
   Device& device_;
@@ -124,7 +131,11 @@ class Link {
   size_t stride_;
   uint32_t sqDepth_;
   uint32_t psn_;
+  ibv_comp_channel* events_ = nullptr;  // wakes sleeping threads (armForSleep)
   ibv_cq* cq_ = nullptr;
+  bool armed_ = false;
+  std::vector<ibv_wc> early_;  // reaped by armForSleep, handled by poll
+  int readyFd_ = -1;           // eventfd, readable while early_ is not empty
   std::vector<Qp> qps_;
   char* memory_ = nullptr;  // send FIFO, receive FIFO, credit in, credits out
   size_t memoryBytes_ = 0;
