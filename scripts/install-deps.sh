@@ -15,6 +15,7 @@ packages=(
   libopenblas0-pthread                          # torch's BLAS (Debian's default is the reference BLAS)
   libgloo-dev iperf3                            # bench/compare-net's references
   iproute2 nftables                             # multi-host tests in network namespaces
+  libucx-dev                                    # the ucx transport (STRATA_TRANSPORT=ucx)
 )
 
 missing=()

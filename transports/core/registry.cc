@@ -1,6 +1,9 @@
 #include "shm_transport.h"
 #include "tcp_transport.h"
 #include "transport.h"
+#if STRATA_HAVE_UCX
+#include "ucx_transport.h"
+#endif
 
 namespace strata {
 
@@ -9,6 +12,10 @@ std::vector<std::unique_ptr<Transport>> makeTransports() {
   // Preference order: memory within a host, then the network.
   all.push_back(std::make_unique<shm::ShmTransport>());
   all.push_back(std::make_unique<tcp::TcpTransport>());
+#if STRATA_HAVE_UCX
+  // Last, and tcp always connects: ucx is used only with STRATA_TRANSPORT=ucx.
+  all.push_back(std::make_unique<ucx::UcxTransport>());
+#endif
   return all;
 }
 
