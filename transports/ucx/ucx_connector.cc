@@ -245,11 +245,13 @@ SlotRing::SlotRing(Worker& worker, ucp_context_h context, size_t slotBytes, int 
       nslots_(static_cast<uint64_t>(nslots)),
       region_(worker.allocate(context, (kHeaderArea + slotBytes) * static_cast<size_t>(nslots))) {}
 
-void releaseRequests(Worker& worker, std::vector<void*>& requests, bool cancel) {
+void releaseRequests(UcxLink& link, std::vector<void*>& requests, bool cancel) {
   if (cancel)
     for (void* r : requests)
-      if (pending(r)) ucp_request_cancel(worker.get(), r);
-  worker.waitAll(requests, kDrainSeconds);
+      if (pending(r)) ucp_request_cancel(link.worker().get(), r);
+  // Over a healthy link they finish at once; over a failed one they may
+  // never, and the worker's teardown forces them.
+  if (link.ok()) link.worker().waitAll(requests, kDrainSeconds);
   freeAll(requests);
 }
 
@@ -262,7 +264,7 @@ UcxSendConnector::UcxSendConnector(std::shared_ptr<UcxLink> link, ucp_context_h 
 
 // Sends still in flight may read the caller's memory (publishFrom): let them
 // finish, within a bound, before the caller can free it.
-UcxSendConnector::~UcxSendConnector() { releaseRequests(link_->worker(), requests_, false); }
+UcxSendConnector::~UcxSendConnector() { releaseRequests(*link_, requests_, false); }
 
 bool UcxSendConnector::reap() {
   bool moved = false;
@@ -342,7 +344,7 @@ UcxRecvConnector::UcxRecvConnector(std::shared_ptr<UcxLink> link, ucp_context_h 
       requests_(static_cast<size_t>(nslots), nullptr),
       landed_(static_cast<size_t>(nslots), false) {}
 
-UcxRecvConnector::~UcxRecvConnector() { releaseRequests(link_->worker(), requests_, true); }
+UcxRecvConnector::~UcxRecvConnector() { releaseRequests(*link_, requests_, true); }
 
 Status UcxRecvConnector::start() {
   if (!ring_.ok())

@@ -201,7 +201,7 @@ class SlotRing {
 };
 
 // Shared by both ends: releases requests at the end of a connector's life.
-void releaseRequests(Worker& worker, std::vector<void*>& requests, bool cancel);
+void releaseRequests(UcxLink& link, std::vector<void*>& requests, bool cancel);
 
 class UcxSendConnector final : public SendConnector {
  public:
