@@ -135,6 +135,7 @@ void UcxLink::abort() {
 
 void UcxLink::onError(void* arg, ucp_ep_h, ucs_status_t status) {
   auto* link = static_cast<UcxLink*>(arg);
+  link->epFailed_ = true;
   link->fail(makeErrorQuiet(STRATA_ERR_REMOTE, "ucx connection to %s failed: %s (it failed, aborted or exited)",
                             link->peerName().c_str(), ucs_status_string(status)));
 }
@@ -191,7 +192,7 @@ Status UcxLink::open(const void* address, std::shared_ptr<PeerWatch> watch) {
 
 void UcxLink::sendNotice() {
   noticeSent_ = true;
-  if (!ep_) return;
+  if (!canSend()) return;
   noticeOut_ = static_cast<uint64_t>(myRank_);
   ucp_request_param_t p = hostParams(nullptr);
   ucs_status_t s;
@@ -300,9 +301,13 @@ bool UcxSendConnector::flushed() const {
 void* UcxSendConnector::acquire(size_t) { return slotFree() ? ring_.payload(published_) : nullptr; }
 
 void UcxSendConnector::start(uint64_t index, const void* buffer, size_t count, ucp_request_param_t& p) {
-  ucs_status_t s;
+  // Over a failed link the message is dropped: the operation fails on the
+  // link's health anyway.
+  ucs_status_t s = UCS_OK;
   requests_[index % ring_.nslots()] =
-      keep(ucp_tag_send_nbx(link_->ep(), buffer, count, makeTag(Kind::Data, link_->myRank(), index), &p), &s);
+      link_->ok() && link_->canSend()
+          ? keep(ucp_tag_send_nbx(link_->ep(), buffer, count, makeTag(Kind::Data, link_->myRank(), index), &p), &s)
+          : nullptr;
   if (s != UCS_OK)
     link_->fail(makeErrorQuiet(STRATA_ERR_REMOTE, "sending to %s failed: %s", link_->peerName().c_str(),
                                ucs_status_string(s)));

@@ -123,6 +123,9 @@ class UcxLink {
   // notice.
   Status open(const void* address, std::shared_ptr<PeerWatch> watch);
   ucp_ep_h ep() const { return ep_; }
+  // Whether sending on the endpoint makes sense: UCX 1.13 asserts on a send
+  // to an endpoint it reported failed (with its newer protocols).
+  bool canSend() const { return ep_ && !epFailed_; }
   Worker& worker() const { return worker_; }
   int myRank() const { return myRank_; }
   int peerRank() const { return peerRank_; }
@@ -163,6 +166,7 @@ class UcxLink {
   std::string peerHost_;
   ucp_ep_h ep_ = nullptr;
   bool peerErrors_ = true;             // UCP_ERR_HANDLING_MODE_PEER
+  bool epFailed_ = false;              // UCX reported the endpoint failed (driver only)
   std::shared_ptr<PeerWatch> watch_;   // only without peerErrors_
   std::atomic<bool> failed_{false};
   std::atomic<bool> abortRequested_{false};

@@ -96,6 +96,18 @@ Status UcxTransport::init() {
   if (s != UCS_OK)
     return STRATA_ERROR(STRATA_ERR_SYSTEM, "ucp_config_read failed: %s (check the UCX_* environment variables)",
                         ucs_status_string(s));
+  // UCX 1.13 sends large messages over tcp by a rendezvous that runs at a
+  // tenth of the link here (0.1 GB/s against 1 for eager between two
+  // namespaces, bench/compare-transports); its newer protocols
+  // (UCX_PROTO_ENABLE=y) are fast but abort the process when a failed
+  // endpoint with queued sends is closed. So every message goes eager,
+  // unless the user says otherwise.
+  if (!std::getenv("UCX_RNDV_THRESH")) {
+    s = ucp_config_modify(config, "RNDV_THRESH", "inf");
+    if (s != UCS_OK)
+      STRATA_INFO(NET, "cannot set UCX_RNDV_THRESH=inf (%s); large messages go by rendezvous",
+                  ucs_status_string(s));
+  }
   ucp_params_t p{};
   p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   p.features = UCP_FEATURE_TAG;
