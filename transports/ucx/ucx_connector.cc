@@ -115,19 +115,6 @@ UcxLink::UcxLink(Worker& worker, int myRank, int peerRank, std::string peerHost)
 
 std::string UcxLink::peerName() const { return "rank " + std::to_string(peerRank_) + " on " + peerHost_; }
 
-Status UcxLink::error() const {
-  if (ok()) return Status::ok();
-  std::lock_guard<std::mutex> lock(mutex_);
-  return error_;
-}
-
-void UcxLink::fail(Status why) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (failed_.load(std::memory_order_relaxed)) return;
-  error_ = std::move(why);
-  failed_.store(true, std::memory_order_release);
-}
-
 void UcxLink::abort() {
   abortRequested_.store(true, std::memory_order_release);
   fail(makeErrorQuiet(STRATA_ERR_REMOTE, "connection to %s aborted by this rank", peerName().c_str()));

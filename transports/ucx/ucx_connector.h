@@ -17,11 +17,11 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "connector.h"
+#include "link_error.h"
 #include "peer_watch.h"
 
 namespace strata::ucx {
@@ -110,7 +110,7 @@ struct Hello {
 
 // One (channel, peer): the endpoint and its sticky error, shared by the two
 // connectors on it.
-class UcxLink {
+class UcxLink : public LinkError {
  public:
   UcxLink(Worker& worker, int myRank, int peerRank, std::string peerHost);
   UcxLink(const UcxLink&) = delete;
@@ -130,12 +130,8 @@ class UcxLink {
   int myRank() const { return myRank_; }
   int peerRank() const { return peerRank_; }
 
-  bool ok() const { return !failed_.load(std::memory_order_acquire); }
-  Status error() const;
   // error(), after looking at the watched process (any thread).
   Status health();
-  // Records why the link is unusable (first reason wins).
-  void fail(Status why);
   // From any thread: marks the link failed; the driver (poll()) or the
   // destructor then sends the peer an abort notice.
   void abort();
@@ -168,10 +164,7 @@ class UcxLink {
   bool peerErrors_ = true;             // UCP_ERR_HANDLING_MODE_PEER
   bool epFailed_ = false;              // UCX reported the endpoint failed (driver only)
   std::shared_ptr<PeerWatch> watch_;   // only without peerErrors_
-  std::atomic<bool> failed_{false};
   std::atomic<bool> abortRequested_{false};
-  mutable std::mutex mutex_;  // guards error_
-  Status error_;
   // Driver-only state of the abort notices (one word each way).
   bool noticeSent_ = false;
   void* noticeSend_ = nullptr;
