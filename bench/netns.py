@@ -1,4 +1,5 @@
-"""Hosts made of network namespaces, for the bench/compare-* scripts.
+"""Hosts made of network namespaces, for the bench/compare-* scripts, and
+running one rank in each of two of them.
 
 Each host is a namespace joined by a veth pair to a bridge in one more
 namespace; addresses exist only inside them, and close() removes them all.
@@ -38,3 +39,29 @@ class Hosts:
     def popen(self, h, cmd, env):
         full = ["ip", "netns", "exec", self.ns[h], "env"] + ["%s=%s" % kv for kv in env.items()] + cmd
         return subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def run_pair(hosts, cmd, env_of, timeout=900):
+    procs = [hosts.popen(h, cmd, env_of(h)) for h in range(2)]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=timeout)
+        outs.append((p.returncode, out, err))
+    for rc, out, err in outs:
+        if rc != 0:
+            raise RuntimeError("%s failed (%d): %s%s" % (" ".join(cmd), rc, out[-2000:], err[-2000:]))
+    return outs[0][1]
+
+
+def parse_rows(text):
+    rows = {}
+    for line in text.splitlines():
+        f = line.split()
+        if line.startswith("#") or len(f) < 12:
+            continue
+        off = len(f) - 12  # strata-perf and mpi-perf have a root column, gloo's program not
+        try:
+            rows[int(f[0])] = (float(f[4 + off]), float(f[6 + off]))
+        except ValueError:
+            pass
+    return rows

@@ -16,6 +16,7 @@ packages=(
   libgloo-dev iperf3                            # bench/compare-net's references
   iproute2 nftables                             # multi-host tests in network namespaces
   libibverbs-dev ibverbs-providers perftest     # ib transport; ib_write_bw for bench/compare-rdma
+  libucx-dev                                    # the ucx transport (STRATA_TRANSPORT=ucx)
 )
 
 missing=()

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -94,6 +95,12 @@ bool TestNetwork::enter(int host) const {
   if (fd < 0) return false;
   bool ok = setns(fd, CLONE_NEWNET) == 0;
   close(fd);
+  // As `ip netns exec` does: a private /sys of this namespace, since
+  // libraries list interfaces from /sys/class/net (UCX does, and would find
+  // the root namespace's devices there and none of this host's).
+  if (ok && unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_SLAVE | MS_REC, nullptr) == 0 &&
+      umount2("/sys", MNT_DETACH) == 0)
+    ok = mount("sysfs", "/sys", "sysfs", 0, nullptr) == 0;
   return ok;
 }
 

@@ -29,7 +29,8 @@ class TestNetwork {
   // Runs a shell command inside host's namespace; returns its exit status.
   int exec(int host, const std::string& command) const;
 
-  // Moves the calling process into host's network namespace.
+  // Moves the calling process into host's network namespace, with that
+  // namespace's /sys (as `ip netns exec`).
   bool enter(int host) const;
 
   // Why a multi-host test cannot run here, or "" if it can.

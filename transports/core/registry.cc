@@ -4,6 +4,9 @@
 #endif
 #include "tcp_transport.h"
 #include "transport.h"
+#ifdef STRATA_HAVE_UCX
+#include "ucx_transport.h"
+#endif
 
 namespace strata {
 
@@ -15,6 +18,10 @@ std::vector<std::unique_ptr<Transport>> makeTransports(topo::HostInfo* self) {
   all.push_back(std::make_unique<ib::IbTransport>());
 #endif
   all.push_back(std::make_unique<tcp::TcpTransport>());
+#ifdef STRATA_HAVE_UCX
+  // Last, and tcp always connects: ucx is used only with STRATA_TRANSPORT=ucx.
+  all.push_back(std::make_unique<ucx::UcxTransport>());
+#endif
   for (auto& t : all) t->describeSelf(self);
   return all;
 }

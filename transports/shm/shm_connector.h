@@ -7,24 +7,10 @@
 #include <memory>
 
 #include "connector.h"
+#include "peer_watch.h"
 #include "shm_fifo.h"
 
 namespace strata::shm {
-
-// Tells whether a process on this host still runs. Shared by all connectors to
-// the same peer.
-class PeerWatch {
- public:
-  PeerWatch(int rank, int pid, bool samePidNamespace);
-  ~PeerWatch();
-  Status check();
-  int rank() const { return rank_; }
-
- private:
-  int rank_;
-  int pid_;
-  int pidfd_ = -1;
-};
 
 // One end's view of a FIFO in a mapped segment, and the health and abort
 // handling both ends share.

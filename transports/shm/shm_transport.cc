@@ -56,6 +56,9 @@ Status ShmTransport::connect(const ConnectRequest& req, Connections& out) {
                            fifoBytes * req.nchannels * peerGroup.size(), deadline));
     auto watch = std::make_shared<PeerWatch>(peer, hosts[peer].pid,
                                              hosts[peer].pidNamespace == hosts[me].pidNamespace);
+    if (!watch->watching())
+      STRATA_INFO(SHM, "cannot watch rank %d (pid %d): relying on abort flags and the timeout", peer,
+                  hosts[peer].pid);
     int myIndexThere = indexIn(peerGroup, me);
     int peerIndexHere = indexIn(myGroup, peer);
     for (int ch = 0; ch < req.nchannels; ++ch) {

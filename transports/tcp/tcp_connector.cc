@@ -17,19 +17,6 @@ TcpLink::~TcpLink() { close(fd_); }
 
 std::string TcpLink::peerName() const { return "rank " + std::to_string(peerRank_) + " on " + peerHost_; }
 
-Status TcpLink::error() const {
-  if (ok()) return Status::ok();
-  std::lock_guard<std::mutex> lock(mutex_);
-  return error_;
-}
-
-void TcpLink::fail(Status why) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (failed_.load(std::memory_order_relaxed)) return;
-  error_ = std::move(why);
-  failed_.store(true, std::memory_order_release);
-}
-
 void TcpLink::abort() {
   shutdown(fd_, SHUT_RDWR);
   fail(makeErrorQuiet(STRATA_ERR_REMOTE, "connection to %s aborted by this rank", peerName().c_str()));

@@ -9,11 +9,11 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "connector.h"
+#include "link_error.h"
 
 namespace strata::tcp {
 
@@ -26,7 +26,7 @@ struct WireHeader {
 // The socket and its sticky error, shared by the two connectors on it. Any
 // thread may fail or abort a link (an abort comes from whichever thread
 // handles the communicator's failure) while another drives it.
-class TcpLink {
+class TcpLink : public LinkError {
  public:
   TcpLink(int fd, int peerRank, std::string peerHost);
   ~TcpLink();
@@ -34,10 +34,6 @@ class TcpLink {
   TcpLink& operator=(const TcpLink&) = delete;
 
   int fd() const { return fd_; }
-  bool ok() const { return !failed_.load(std::memory_order_acquire); }
-  Status error() const;
-  // Records why the connection is unusable (first reason wins).
-  void fail(Status why);
   // Shuts the socket down both ways: the peer reads end-of-stream at once.
   void abort();
   std::string peerName() const;
@@ -46,9 +42,6 @@ class TcpLink {
   int fd_;
   int peerRank_;
   std::string peerHost_;
-  std::atomic<bool> failed_{false};
-  mutable std::mutex mutex_;  // guards error_
-  Status error_;
 };
 
 // Slot storage of one FIFO end.
