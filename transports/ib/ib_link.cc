@@ -182,7 +182,7 @@ Status Link::connect(const LinkCard& peer) {
     attr.qp_state = IBV_QPS_RTS;
     attr.timeout = static_cast<uint8_t>(config_.timeout);
     attr.retry_cnt = static_cast<uint8_t>(config_.retryCount);
-    attr.rnr_retry = 7;
+    attr.rnr_retry = 6;
     attr.sq_psn = psn_;
     attr.max_rd_atomic = 1;
     if (int err = ibv_modify_qp(qps_[i].qp, &attr,
@@ -393,8 +393,12 @@ bool Link::poll() {
   const double now = nowSeconds();
   if (any || lastCompletion_ == 0) lastCompletion_ = now;
   if (now - lastCompletion_ > kProbeSeconds && room(qps_[0]) && side_->ok()) {
-    STRATA_TRACE(NET, "ib: probing %s after %.1f s without a completion", side_->peerName().c_str(),
-                 now - lastCompletion_);
+    STRATA_TRACE(NET, "ib: probing %s after %.1f s without a completion; sent %llu (peer released %llu), "
+                 "released %llu, slot %llu arrived %d, send queue %llu posted %llu retired, %zu early, armed %d",
+                 side_->peerName().c_str(), now - lastCompletion_, (unsigned long long)published_,
+                 (unsigned long long)__atomic_load_n(creditIn_, __ATOMIC_ACQUIRE), (unsigned long long)released_,
+                 (unsigned long long)(released_ % config_.nslots), arrived_[released_ % config_.nslots],
+                 (unsigned long long)qps_[0].posted, (unsigned long long)qps_[0].retired, early_.size(), armed_);
     postCredit(true);
     lastCompletion_ = now;
   }
