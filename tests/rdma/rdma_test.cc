@@ -47,29 +47,27 @@ void expectPassed(const RankOutcome& o) {
   for (const auto& f : o.failures) ADD_FAILURE() << "rank " << myRank() << ": " << f;
 }
 
-// A communicator over the whole job whose every peer is reached over ib.
-strata_comm_t initIb(Reporter& rep) {
+// A communicator over the whole job whose every peer is reached over ib;
+// its rank and size.
+strata_comm_t initIb(Reporter& rep, int* rank, int* nranks) {
   strata_comm_t comm = nullptr;
   if (!rep.ok(strata_comm_init_world(&comm), nullptr, "strata_comm_init_world")) return nullptr;
-  int rank = 0, nranks = 0;
-  strata_comm_rank(comm, &rank);
-  strata_comm_size(comm, &nranks);
-  for (int p = 0; p < nranks; ++p) {
+  strata_comm_rank(comm, rank);
+  strata_comm_size(comm, nranks);
+  for (int p = 0; p < *nranks; ++p) {
     char name[16];
-    if (p != rank && rep.ok(strata_comm_peer_transport(comm, p, name, sizeof(name)), comm, "peer_transport") &&
+    if (p != *rank && rep.ok(strata_comm_peer_transport(comm, p, name, sizeof(name)), comm, "peer_transport") &&
         std::strcmp(name, "ib") != 0)
-      rep.fail("rank %d reaches rank %d over %s, not ib", rank, p, name);
+      rep.fail("rank %d reaches rank %d over %s, not ib", *rank, p, name);
   }
   return comm;
 }
 
 TEST(Ib, AllreduceEveryDatatypeAndOddSizes) {
   expectPassed(runHere(300, [](Reporter& rep) {
-    strata_comm_t comm = initIb(rep);
-    if (!comm) return;
     int rank = 0, nranks = 0;
-    strata_comm_rank(comm, &rank);
-    strata_comm_size(comm, &nranks);
+    strata_comm_t comm = initIb(rep, &rank, &nranks);
+    if (!comm) return;
     std::vector<char> want;
     for (auto dt : kTypes)
       for (auto op : {STRATA_SUM, STRATA_MAX})
@@ -89,11 +87,9 @@ TEST(Ib, AllreduceEveryDatatypeAndOddSizes) {
 
 TEST(Ib, EveryOtherCollective) {
   expectPassed(runHere(400, [](Reporter& rep) {
-    strata_comm_t comm = initIb(rep);
-    if (!comm) return;
     int rank = 0, nranks = 0;
-    strata_comm_rank(comm, &rank);
-    strata_comm_size(comm, &nranks);
+    strata_comm_t comm = initIb(rep, &rank, &nranks);
+    if (!comm) return;
     checkEveryCollective(rank, nranks, comm, rep);
     strata_comm_destroy(comm);
   }));
@@ -106,11 +102,9 @@ TEST(Ib, BufferReallocatedAtTheSameAddress) {
   const std::string log = "rdma-test-realloc-" + std::to_string(myRank()) + ".log";
   std::remove(log.c_str());
   expectPassed(runHere(300, [&](Reporter& rep) {
-    strata_comm_t comm = initIb(rep);
-    if (!comm) return;
     int rank = 0, nranks = 0;
-    strata_comm_rank(comm, &rank);
-    strata_comm_size(comm, &nranks);
+    strata_comm_t comm = initIb(rep, &rank, &nranks);
+    if (!comm) return;
     const size_t count = size_t(1) << 20;
     const size_t bytes = count * sizeof(float);
     std::vector<float> out(count);
@@ -172,19 +166,26 @@ constexpr double kFaultTimeout = 20;  // STRATA_TIMEOUT of the fault tests
 const std::vector<std::pair<std::string, std::string>> kFaultEnv = {
     {"STRATA_TIMEOUT", "20"}, {"STRATA_IB_TIMEOUT", "14"}, {"STRATA_IB_RETRY_CNT", "3"}};
 
-TEST(IbFaults, RankKilledMidAllreduce) {
-  const RankOutcome o = runHere(200, [](Reporter& rep) {
-    strata_comm_t comm = initIb(rep);
+// Every rank allreduces until a call fails; 2 s in, rank 1 causes `fault`
+// from another thread.
+RankOutcome allreduceThroughFault(void (*fault)()) {
+  return runHere(200, [fault](Reporter& rep) {
+    int rank = 0, nranks = 0;
+    strata_comm_t comm = initIb(rep, &rank, &nranks);
     if (!comm) return;
-    if (myRank() == 1) {
-      std::thread([] {
+    if (rank == 1) {
+      std::thread([fault] {
         std::this_thread::sleep_for(std::chrono::seconds(2));
-        raise(SIGKILL);
+        fault();
       }).detach();
     }
     allreduceUntilError(comm, rep, kFaultTimeout + 10);
     strata_comm_destroy(comm);
   }, kFaultEnv);
+}
+
+TEST(IbFaults, RankKilledMidAllreduce) {
+  const RankOutcome o = allreduceThroughFault([] { raise(SIGKILL); });
   if (myRank() == 1) {
     EXPECT_EQ(o.exitText, "killed by signal 9");
   } else {
@@ -194,18 +195,9 @@ TEST(IbFaults, RankKilledMidAllreduce) {
 
 // Last: the link comes back up afterwards, but nothing else needs it.
 TEST(IbFaults, LinkDownMidAllreduce) {
-  const RankOutcome o = runHere(200, [](Reporter& rep) {
-    strata_comm_t comm = initIb(rep);
-    if (!comm) return;
-    if (myRank() == 1) {
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::seconds(2));
-        if (std::system("ip link set eth0 down") != 0) std::printf("could not take eth0 down\n");
-      }).detach();
-    }
-    allreduceUntilError(comm, rep, kFaultTimeout + 10);
-    strata_comm_destroy(comm);
-  }, kFaultEnv);
+  const RankOutcome o = allreduceThroughFault([] {
+    if (std::system("ip link set eth0 down") != 0) std::printf("could not take eth0 down\n");
+  });
   if (myRank() == 1) {
     EXPECT_EQ(std::system("ip link set eth0 up"), 0);
   }
