@@ -1,6 +1,7 @@
 #include "multiproc.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -95,6 +96,9 @@ std::vector<RankOutcome> runChildren(const std::vector<ChildBody>& bodies, doubl
       _exit(0);
     }
     close(pipefd[1]);
+    // The parent reads without blocking, so that a child that hangs without
+    // writing cannot keep it from its deadline.
+    fcntl(pipefd[0], F_SETFL, fcntl(pipefd[0], F_GETFL) | O_NONBLOCK);
     pids[r] = pid;
     fds[r] = pipefd[0];
   }

@@ -85,6 +85,24 @@ TEST(Ib, AllreduceEveryDatatypeAndOddSizes) {
   }));
 }
 
+// Without STRATA_TRANSPORT, hosts that both have an RDMA device pick ib over
+// tcp; striped over several queue pairs, large messages still arrive whole
+// and in order.
+TEST(Ib, PreferredWithoutForcingAndStripedOverQueuePairs) {
+  expectPassed(runHere(200, [](Reporter& rep) {
+    int rank = 0, nranks = 0;
+    strata_comm_t comm = initIb(rep, &rank, &nranks);
+    if (!comm) return;
+    const size_t count = (size_t(3) << 20) / sizeof(float) + 5;  // a dozen slots and a bit
+    std::vector<char> want;
+    expectedBuffer(want, nranks, count, STRATA_SUM, STRATA_FLOAT32);
+    std::vector<char> buf = inputs(rank, count, STRATA_FLOAT32);
+    if (rep.ok(strata_allreduce(buf.data(), buf.data(), count, STRATA_FLOAT32, STRATA_SUM, comm), comm, "allreduce"))
+      check(rep, "in-place allreduce over 3 queue pairs", buf.data(), want, sizeof(float));
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TRANSPORT", ""}, {"STRATA_IB_QPS_PER_CONN", "3"}}));
+}
+
 TEST(Ib, EveryOtherCollective) {
   expectPassed(runHere(400, [](Reporter& rep) {
     int rank = 0, nranks = 0;
