@@ -1,6 +1,7 @@
 // Connectors over an ib Link (ib_link.h): the send and receive ends of one
-// (pair, channel) share it, and whichever of them the channel polls reaps
-// the completion queue for both.
+// (pair, channel) share it. The transport always makes both, and the channel
+// polls every connector, so the send end alone drives the link (reaps the
+// completion queue, arms it for sleeping) for both.
 #pragma once
 
 #include <memory>
@@ -9,14 +10,6 @@
 #include "ib_link.h"
 
 namespace strata::ib {
-
-// Both ends of a link sleep on its completion events; the side socket too,
-// so that a peer's death wakes them.
-inline void addLinkFd(Link& link, std::vector<pollfd>& out) {
-  const int fd = link.armForSleep();
-  if (fd >= 0) out.push_back({fd, POLLIN, 0});
-  out.push_back({link.sideFd(), POLLIN, 0});
-}
 
 class IbSendConnector final : public SendConnector {
  public:
@@ -35,7 +28,13 @@ class IbSendConnector final : public SendConnector {
   bool needsProgress() const override { return true; }
   bool progress() override { return link_->poll(); }
   bool flushed() const override { return link_->flushed(); }
-  void addPollFds(std::vector<pollfd>& out) const override { addLinkFd(*link_, out); }
+  // The link's completion events, and its side socket so that a peer's
+  // death wakes a sleeper too.
+  void addPollFds(std::vector<pollfd>& out) const override {
+    const int fd = link_->armForSleep();
+    if (fd >= 0) out.push_back({fd, POLLIN, 0});
+    out.push_back({link_->sideFd(), POLLIN, 0});
+  }
 
  private:
   std::shared_ptr<Link> link_;
@@ -49,9 +48,8 @@ class IbRecvConnector final : public RecvConnector {
   void release() override { link_->release(); }
   Status health() override { return link_->health(); }
   void abort() override { link_->abort(); }
+  // Its bytes arrive only when the link is polled (by the send end).
   bool needsProgress() const override { return true; }
-  bool progress() override { return link_->poll(); }
-  void addPollFds(std::vector<pollfd>& out) const override { addLinkFd(*link_, out); }
 
  private:
   std::shared_ptr<Link> link_;

@@ -2,15 +2,14 @@
 
 #include <arpa/inet.h>
 
+#include <cstdlib>
 #include <cstring>
-#include <sstream>
 
 #include "log.h"
+#include "name_list.h"
 
 namespace strata::ib {
 namespace {
-
-bool startsWith(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
 // RoCE v2 GIDs are routable over IP; an IPv4-mapped one (::ffff:a.b.c.d) is
 // what every RoCE setup has, so it is the first choice, then any other
@@ -40,21 +39,16 @@ std::string gidText(const ibv_gid& gid) {
 
 bool hcaMatches(const std::string& spec, const std::string& dev, int port) {
   if (spec.empty()) return true;
-  size_t at = 0;
-  const bool exclude = spec[at] == '^';
-  if (exclude) ++at;
+  // '=' (after any '^') makes every item an exact name.
+  const size_t at = spec[0] == '^' ? 1 : 0;
   const bool exact = at < spec.size() && spec[at] == '=';
-  if (exact) ++at;
-  bool listed = false;
-  std::stringstream list(spec.substr(at));
-  for (std::string item; std::getline(list, item, ',');) {
-    if (item.empty()) continue;
+  const std::string list = exact ? spec.substr(0, at) + spec.substr(at + 1) : spec;
+  return listMatches(list, [&](const std::string& item) {
     const size_t colon = item.find(':');
     const std::string name = item.substr(0, colon);
     const int wantPort = colon == std::string::npos ? -1 : std::atoi(item.c_str() + colon + 1);
-    if ((exact ? dev == name : startsWith(dev, name)) && (wantPort < 0 || wantPort == port)) listed = true;
-  }
-  return exclude != listed;
+    return (exact ? dev == name : startsWith(dev, name)) && (wantPort < 0 || wantPort == port);
+  });
 }
 
 Device::~Device() {

@@ -23,9 +23,9 @@ namespace {
 enum Kind : uint64_t { kSlot = 0, kZeroCopy = 1, kCredit = 2, kRecv = 3 };
 constexpr int kSignalEvery = 8;
 constexpr double kPeerCheckSeconds = 0.002;
-// A link polled this long without a completion sends an empty RDMA write:
-// a rank that only waits to receive learns that way, within the retry
-// timeout, that the link is down (a dead peer closes the side socket).
+// A link polled this long without a completion writes its credit again, as
+// a probe: a rank that only waits to receive learns that way, within the
+// retry timeout, that the link is down (a dead peer closes the side socket).
 constexpr double kProbeSeconds = 0.5;
 constexpr size_t kCacheEntries = 1024;
 
@@ -83,15 +83,15 @@ void Link::failWith(const char* what, int err) {
 
 Status Link::init() {
   const size_t fifos = 2 * static_cast<size_t>(config_.nslots) * stride_;
-  memoryBytes_ = fifos + 64 + sqDepth_ * sizeof(uint64_t);
-  if (posix_memalign(reinterpret_cast<void**>(&memory_), 4096, memoryBytes_) != 0)
-    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: out of memory for %zu bytes of FIFOs", memoryBytes_);
-  std::memset(memory_, 0, memoryBytes_);
+  const size_t memoryBytes = fifos + 64 + sqDepth_ * sizeof(uint64_t);
+  if (posix_memalign(reinterpret_cast<void**>(&memory_), 4096, memoryBytes) != 0)
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: out of memory for %zu bytes of FIFOs", memoryBytes);
+  std::memset(memory_, 0, memoryBytes);
   creditIn_ = reinterpret_cast<volatile uint64_t*>(memory_ + fifos);
   creditOut_ = reinterpret_cast<uint64_t*>(memory_ + fifos + 64);
-  mr_ = ibv_reg_mr(device_.pd(), memory_, memoryBytes_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  mr_ = ibv_reg_mr(device_.pd(), memory_, memoryBytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (!mr_)
-    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: ibv_reg_mr of %zu bytes failed: %s%s", memoryBytes_,
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: ibv_reg_mr of %zu bytes failed: %s%s", memoryBytes,
                         errnoText(errno).c_str(), errno == ENOMEM ? " (raise ulimit -l: RDMA pins memory)" : "");
   const int cqe = config_.nqps * static_cast<int>(sqDepth_ + config_.nslots) + 16;
   events_ = ibv_create_comp_channel(device_.context());
@@ -143,8 +143,7 @@ LinkCard Link::card() const {
   c.stride = stride_;
   c.ringAddr = reinterpret_cast<uint64_t>(memory_ + config_.nslots * stride_);
   c.creditAddr = reinterpret_cast<uint64_t>(creditIn_);
-  c.ringKey = mr_->rkey;
-  c.creditKey = mr_->rkey;
+  c.rkey = mr_->rkey;
   return c;
 }
 
@@ -240,7 +239,7 @@ bool Link::postCredit(bool signal) {
   uint64_t& value = creditOut_[q.posted % sqDepth_];
   value = released_;
   ibv_sge sge{reinterpret_cast<uint64_t>(&value), sizeof(value), mr_->lkey};
-  post(0, kCredit, &sge, 1, peer_.creditAddr, peer_.creditKey, false, 0, signal);
+  post(0, kCredit, &sge, 1, peer_.creditAddr, peer_.rkey, false, 0, signal);
   return true;
 }
 
@@ -263,11 +262,11 @@ void Link::send(const void* data, size_t bytes, const SlotTag& tag) {
   if (lkey) {
     ibv_sge sges[2] = {{reinterpret_cast<uint64_t>(slot), static_cast<uint32_t>(kHeaderBytes), mr_->lkey},
                        {reinterpret_cast<uint64_t>(data), static_cast<uint32_t>(bytes), lkey}};
-    if (post(qi, kZeroCopy, sges, 2, remote, peer_.ringKey, true, immData, true)) ++zeroCopyPosted_;
+    if (post(qi, kZeroCopy, sges, 2, remote, peer_.rkey, true, immData, true)) ++zeroCopyPosted_;
   } else {
     if (data && bytes > 0) std::memcpy(slot + kHeaderBytes, data, bytes);
     ibv_sge sge{reinterpret_cast<uint64_t>(slot), static_cast<uint32_t>(kHeaderBytes + bytes), mr_->lkey};
-    post(qi, kSlot, &sge, 1, remote, peer_.ringKey, true, immData, false);
+    post(qi, kSlot, &sge, 1, remote, peer_.rkey, true, immData, false);
   }
   ++published_;
 }
@@ -322,18 +321,6 @@ void Link::completed(const ibv_wc& wc) {
   }
   qps_[qi].retired = std::max(qps_[qi].retired, wrSeq(wc.wr_id));
   if (kind == kZeroCopy) ++zeroCopyDone_;
-}
-
-void Link::checkPeer() {
-  char byte;
-  const ssize_t n = recv(side_->fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n == 0) {
-    side_->fail(makeErrorQuiet(STRATA_ERR_REMOTE, "%s closed its connection (it failed, aborted or exited)",
-                               side_->peerName().c_str()));
-  } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-    side_->fail(makeErrorQuiet(STRATA_ERR_REMOTE, "the connection to %s failed: %s", side_->peerName().c_str(),
-                               errnoText(errno).c_str()));
-  }
 }
 
 void Link::drainEvents() {
@@ -404,7 +391,8 @@ bool Link::poll() {
   }
   if (now >= nextPeerCheck_) {
     nextPeerCheck_ = now + kPeerCheckSeconds;
-    checkPeer();
+    char byte;
+    side_->ioFailed(recv(side_->fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT), "watching");
   }
   return any;
 }

@@ -54,8 +54,8 @@ struct LinkCard {
   uint64_t stride;  // bytes from one slot to the next
   uint64_t ringAddr;
   uint64_t creditAddr;
-  uint32_t ringKey;
-  uint32_t creditKey;
+  uint32_t rkey;  // one registration holds the FIFO and the credit word
+  uint32_t pad;
 };
 
 struct LinkConfig {
@@ -123,7 +123,6 @@ class Link {
   void failWith(const char* what, int err);
   void completed(const ibv_wc& wc);
   void drainEvents();
-  void checkPeer();
 
   Device& device_;
   std::shared_ptr<tcp::TcpLink> side_;
@@ -138,7 +137,6 @@ class Link {
   int readyFd_ = -1;           // eventfd, readable while early_ is not empty
   std::vector<Qp> qps_;
   char* memory_ = nullptr;  // send FIFO, receive FIFO, credit in, credits out
-  size_t memoryBytes_ = 0;
   ibv_mr* mr_ = nullptr;
   volatile uint64_t* creditIn_ = nullptr;  // the peer's released count, written by the peer
   uint64_t* creditOut_ = nullptr;          // sqDepth_ values, one per send queue entry

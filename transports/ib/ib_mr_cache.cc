@@ -63,36 +63,51 @@ bool MrCache::framesOf(uintptr_t begin, uintptr_t end, std::vector<uint64_t>* fr
   return true;
 }
 
-void MrCache::drop(std::list<Entry>::iterator it) {
-  ibv_dereg_mr(it->mr);
+void MrCache::drop(Entries::iterator it) {
+  ibv_dereg_mr(it->second.mr);
   entries_.erase(it);
 }
 
 uint32_t MrCache::lookup(const void* addr, size_t bytes, uint64_t epoch, bool idle) {
   const uintptr_t begin = reinterpret_cast<uintptr_t>(addr) & ~(pageSize() - 1);
   const uintptr_t end = (reinterpret_cast<uintptr_t>(addr) + bytes + pageSize() - 1) & ~(pageSize() - 1);
-  std::vector<uint64_t> now;
-  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-    if (it->begin > begin || it->end < end) continue;
-    if (it->epoch != epoch) {
+  ++lookups_;
+  auto it = entries_.lower_bound(end);
+  if (it != entries_.end() && it->second.begin <= begin) {
+    Entry& e = it->second;
+    if (e.epoch != epoch) {
       // Only this operation's pages matter, but a registration is all or
       // nothing: any changed page makes the whole of it stale.
-      if (!framesOf(it->begin, it->end, &now) || now != it->frames) {
-        ++stale_;
-        STRATA_TRACE(NET, "ib: registration of [%#lx, %#lx) is stale: its pages changed", (unsigned long)it->begin,
-                     (unsigned long)it->end);
+      std::vector<uint64_t> now;
+      if (!framesOf(e.begin, it->first, &now) || now != e.frames) {
+        STRATA_TRACE(NET, "ib: registration of [%#lx, %#lx) is stale: its pages changed", (unsigned long)e.begin,
+                     (unsigned long)it->first);
         if (!idle) return 0;  // an older operation may still read through it
         drop(it);
-        break;
+        it = entries_.end();
+      } else {
+        e.epoch = epoch;
       }
-      it->epoch = epoch;
     }
-    entries_.splice(entries_.begin(), entries_, it);
-    return it->mr->lkey;
+    if (it != entries_.end()) {
+      e.lastUse = lookups_;
+      return e.mr->lkey;
+    }
   }
-  if (entries_.size() >= maxEntries_) {
-    if (!idle) return 0;
-    drop(std::prev(entries_.end()));
+  // The new registration takes the place of one ending at the same address
+  // (a shorter one), and of the least recently used when the cache is full;
+  // either may still be read by an earlier operation's writes unless idle.
+  auto same = entries_.find(end);
+  const bool full = entries_.size() >= maxEntries_;
+  if ((same != entries_.end() || full) && !idle) return 0;
+  if (same != entries_.end()) {
+    drop(same);
+  } else if (full) {
+    // A scan, but only when full.
+    auto oldest = entries_.begin();
+    for (auto i = entries_.begin(); i != entries_.end(); ++i)
+      if (i->second.lastUse < oldest->second.lastUse) oldest = i;
+    drop(oldest);
   }
   ibv_mr* mr = ibv_reg_mr(pd_, reinterpret_cast<void*>(begin), end - begin, IBV_ACCESS_LOCAL_WRITE);
   if (!mr) {
@@ -100,12 +115,12 @@ uint32_t MrCache::lookup(const void* addr, size_t bytes, uint64_t epoch, bool id
                  strata::errnoText(errno).c_str());
     return 0;
   }
-  Entry entry{begin, end, mr, {}, epoch};
+  Entry entry{begin, mr, {}, epoch, lookups_};
   if (!framesOf(begin, end, &entry.frames)) {
     ibv_dereg_mr(mr);
     return 0;
   }
-  entries_.push_front(std::move(entry));
+  entries_.emplace(end, std::move(entry));
   return mr->lkey;
 }
 

@@ -15,8 +15,7 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
-#include <list>
-#include <memory>
+#include <map>
 #include <vector>
 
 namespace strata::ib {
@@ -37,26 +36,25 @@ class MrCache {
   // no registration is in flight, so any may be dropped.
   uint32_t lookup(const void* addr, size_t bytes, uint64_t epoch, bool idle);
 
-  size_t size() const { return entries_.size(); }
-  // Registrations dropped because their pages changed: for tests and logs.
-  uint64_t stale() const { return stale_; }
-
  private:
   struct Entry {
     uintptr_t begin;
-    uintptr_t end;
     ibv_mr* mr;
     std::vector<uint64_t> frames;  // pagemap frame number of each page
     uint64_t epoch;                // last operation it was validated for
+    uint64_t lastUse;              // lookups so far when it last served one
   };
+  // Keyed by end address: the first entry ending at or after a range's end
+  // is the one to try (registrations of a buffer's chunks do not overlap).
+  using Entries = std::map<uintptr_t, Entry>;
   bool framesOf(uintptr_t begin, uintptr_t end, std::vector<uint64_t>* frames) const;
-  void drop(std::list<Entry>::iterator it);
+  void drop(Entries::iterator it);
 
   ibv_pd* pd_;
   size_t maxEntries_;
   int pagemap_ = -1;
-  std::list<Entry> entries_;  // most recently used first
-  uint64_t stale_ = 0;
+  Entries entries_;
+  uint64_t lookups_ = 0;
 };
 
 }  // namespace strata::ib

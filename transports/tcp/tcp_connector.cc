@@ -22,25 +22,19 @@ void TcpLink::abort() {
   fail(makeErrorQuiet(STRATA_ERR_REMOTE, "connection to %s aborted by this rank", peerName().c_str()));
 }
 
-namespace {
-
-// Classifies a failed send/recv; EAGAIN is not a failure.
-bool ioFailed(ssize_t n, TcpLink& link, const char* what) {
+bool TcpLink::ioFailed(ssize_t n, const char* what) {
   if (n > 0) return false;
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
   if (n == 0) {
-    link.fail(makeErrorQuiet(STRATA_ERR_REMOTE, "%s closed the connection (it failed, aborted or exited)",
-                             link.peerName().c_str()));
+    fail(makeErrorQuiet(STRATA_ERR_REMOTE, "%s closed the connection (it failed, aborted or exited)",
+                        peerName().c_str()));
   } else {
     int err = errno;
-    link.fail(makeErrorQuiet(STRATA_ERR_REMOTE, "%s to %s failed: %s%s", what, link.peerName().c_str(),
-                             errnoText(err).c_str(),
-                             err == ETIMEDOUT ? " (no acknowledgement within STRATA_TIMEOUT: link down?)" : ""));
+    fail(makeErrorQuiet(STRATA_ERR_REMOTE, "%s to %s failed: %s%s", what, peerName().c_str(), errnoText(err).c_str(),
+                        err == ETIMEDOUT ? " (no acknowledgement within STRATA_TIMEOUT: link down?)" : ""));
   }
   return true;
 }
-
-}  // namespace
 
 SlotRing::SlotRing(size_t slotBytes, int nslots)
     : slotBytes_(slotBytes),
@@ -124,7 +118,7 @@ bool TcpSendConnector::progress() {
       msg.msg_iovlen = static_cast<size_t>(n);
       ssize_t done = sendmsg(link.fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
       if (done < 0) {
-        ioFailed(done, link, "sending");
+        link.ioFailed(done, "sending");
         break;
       }
       moved = true;
@@ -167,7 +161,7 @@ bool TcpRecvConnector::progress() {
         const bool direct = !inHeader && want >= kStagingBytes;
         ssize_t n = direct ? recv(link.fd(), dst, want, MSG_DONTWAIT)
                            : recv(link.fd(), st.data.get(), kStagingBytes, MSG_DONTWAIT);
-        if (ioFailed(n, link, "receiving") || n < 0) break;
+        if (link.ioFailed(n, "receiving") || n < 0) break;
         moved = true;
         if (!direct) {
           st.begin = 0;

@@ -7,6 +7,8 @@
 // fills, and its slots stay in flight).
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <memory>
 #include <string>
@@ -36,6 +38,10 @@ class TcpLink : public LinkError {
   int fd() const { return fd_; }
   // Shuts the socket down both ways: the peer reads end-of-stream at once.
   void abort();
+  // Classifies the result of a send or recv on the socket: false if it
+  // moved bytes or would block, else records why the link failed (the peer
+  // closed it, or the error) and returns true.
+  bool ioFailed(ssize_t n, const char* what);
   std::string peerName() const;
 
  private:

@@ -5,39 +5,17 @@
 #include <netinet/in.h>
 
 #include <cstring>
-#include <vector>
 
 #include "log.h"
+#include "name_list.h"
 
 namespace strata::tcp {
-namespace {
-
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t end = text.find(',', pos);
-    if (end == std::string::npos) end = text.size();
-    if (end > pos) out.push_back(text.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  return out;
-}
-
-bool startsWith(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
-
-}  // namespace
 
 bool interfaceMatches(const std::string& spec, const std::string& name) {
   if (spec.empty()) return !startsWith(name, "lo") && !startsWith(name, "docker");
-  const bool exclude = spec[0] == '^';
-  bool listed = false;
-  for (std::string item : split(exclude ? spec.substr(1) : spec)) {
-    bool exact = !item.empty() && item[0] == '=';
-    if (exact) item = item.substr(1);
-    if (exact ? name == item : startsWith(name, item)) listed = true;
-  }
-  return exclude ? !listed : listed;
+  return listMatches(spec, [&](const std::string& item) {
+    return item[0] == '=' ? name == item.substr(1) : startsWith(name, item);
+  });
 }
 
 Status chooseInterface(const std::string& spec, Interface* out) {
