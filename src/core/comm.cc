@@ -275,8 +275,10 @@ Status Comm::wait(Request& request) {
   // Without sockets there is nothing to sleep on: skip the bookkeeping on
   // the path the smallest allreduces take.
   SleepSet* sleepSet = hasSockets_ ? &sleep : nullptr;
+  // Fruitless polls since anything moved: once past the budget the thread
+  // sleeps on every fruitless poll, until something moves again.
   int64_t idlePolls = 0;
-  const int64_t socketSpins = std::min(spins_, kSocketSpins);
+  const int64_t socketPolls = socketPollsBeforeSleep(spins_);
   while (!request.done()) {
     bool progressed = false;
     sleep.fds.clear();
@@ -285,8 +287,7 @@ Status Comm::wait(Request& request) {
       if (ch.hasWork()) progressed |= ch.drive(*this, sleepSet);
     if (progressed) {
       idlePolls = 0;
-    } else if (sleep.canSleep() && ++idlePolls > socketSpins) {
-      idlePolls = 0;
+    } else if (sleep.canSleep() && ++idlePolls > socketPolls) {
       (void)!::poll(sleep.fds.data(), sleep.fds.size(), kSocketSleepMs);
       continue;
     }

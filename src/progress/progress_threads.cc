@@ -68,14 +68,16 @@ void ProgressThreads::run(int index) {
       pending = true;
       progressed |= channels_[c].drive(comm_, &sleep);
     }
-    const int64_t budget = sleep.canSleep() ? std::min(spins_, kSocketSpins) : spins_;
+    const int64_t budget = sleep.canSleep() ? socketPollsBeforeSleep(spins_) : spins_;
+    if (progressed) idlePolls = 0;
     if (pending && (progressed || ++idlePolls <= budget || !sleep.canSleep())) {
       // Moving, still in the spin budget, or nothing to sleep on (memory).
-      if (progressed) idlePolls = 0;
       wait.afterPoll(progressed);
       continue;
     }
-    idlePolls = 0;
+    // Idle, or past the budget: sleep, and again on every fruitless poll
+    // until something moves; an idle thread starts its budget afresh.
+    if (!pending) idlePolls = 0;
     sleep.fds.push_back(pollfd{wakeFd, POLLIN, 0});
     sleeper.update(sleep.fds);
     if (sleeper.wait(pending ? kSocketSleepMs : kIdleSleepMs, wakeFd)) {
