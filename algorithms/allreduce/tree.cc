@@ -1,24 +1,28 @@
 // Tree allreduce: reduce up a tree to its root, broadcast the result back
 // down, pipelined a slot at a time. The tree follows the hierarchy: within a
 // node the ranks form a chain from its first rank (the node's leader), and
-// the leaders form a binary tree over the nodes (node k's children are nodes
-// 2k+1 and 2k+2), so a chunk crosses between nodes log2(nodes) times each way
-// instead of the ring's nodes-1 times, and each node's network link carries
-// the buffer once each way (a leader sends up and receives down once).
+// the leaders form a tree over the nodes (node_tree.h), so a chunk crosses
+// between nodes about 2 log2(nodes) times instead of the ring's 2(nodes-1),
+// and each node's network link carries the buffer once each way (a leader
+// sends up and receives down once).
 //
 // Each rank interleaves its two phases one chunk apart (reduce chunk c+1,
 // then broadcast chunk c), so the broadcast of a chunk overlaps the
-// reduction of the next. The final value of each chunk is computed once, at
-// the root, so every rank gets the same bits.
+// reduction of the next. The final value of each chunk is computed at the
+// root; with two roots, at both, as (node 0's partial) op (node 1's partial)
+// on each, so every rank still gets the same bits.
 #include <algorithm>
 
 #include "allreduce.h"
+#include "node_tree.h"
 
 namespace strata {
 namespace {
 
 struct TreeLinks {
   int parent = -1;
+  int partner = -1;           // the other root, which finishes the value too
+  bool partnerFirst = false;  // the partner's partial is the left operand
   std::vector<int> children;  // the reduction folds them in this order
 };
 
@@ -32,15 +36,23 @@ TreeLinks treeLinks(const PlanShape& shape) {
     return t;
   }
   const auto& h = shape.layout->hierarchy;
+  const int nodes = static_cast<int>(h.nodes.size());
+  const NodeTree tree = NodeTree::of(nodes);
   const int node = h.nodeOf[r];
   const auto& ranks = h.nodes[node].ranks;
   const int local = h.localRank[r];
-  if (local > 0) t.parent = ranks[local - 1];
-  else if (node > 0) t.parent = h.nodes[(node - 1) / 2].ranks[0];
+  if (local > 0) {
+    t.parent = ranks[local - 1];
+  } else if (tree.parent(node) >= 0) {
+    t.parent = h.nodes[tree.parent(node)].ranks[0];
+  } else if (tree.partner(node) >= 0) {
+    t.partner = h.nodes[tree.partner(node)].ranks[0];
+    t.partnerFirst = tree.partner(node) < node;
+  }
   if (local + 1 < static_cast<int>(ranks.size())) t.children.push_back(ranks[local + 1]);
   if (local == 0)
-    for (int c : {2 * node + 1, 2 * node + 2})
-      if (c < static_cast<int>(h.nodes.size())) t.children.push_back(h.nodes[c].ranks[0]);
+    for (int c : tree.children(node))
+      if (c < nodes) t.children.push_back(h.nodes[c].ranks[0]);
   return t;
 }
 
@@ -52,21 +64,30 @@ Step step(Prim prim, int recvPeer, int sendPeer, uint64_t off, uint64_t len, uin
 
 // Reduction of one chunk: children's partial sums folded into the input,
 // sent to the parent; at the root, the final value, sent to the last child.
+// Two roots first swap their partials, each keeping its own in the output.
 void reduceUp(std::vector<Step>& steps, const TreeLinks& t, uint64_t off, uint64_t len) {
   const auto& ch = t.children;
   const int k = static_cast<int>(ch.size());
-  if (k == 0) {
-    steps.push_back(step(Prim::Send, -1, t.parent, off, len, 0));
-    return;
+  const int up = t.parent >= 0 ? t.parent : t.partner;
+  if (k == 0 && up >= 0) {
+    steps.push_back(step(Prim::Send, -1, up, off, len, 0));
+  } else {
+    for (int i = 0; i + 1 < k; ++i)
+      steps.push_back(step(Prim::RecvReduceCopy, ch[i], -1, off, len, kPartial | (i ? kInFromOutput : 0)));
+    const uint8_t in = k > 1 ? kInFromOutput : 0;
+    if (t.parent >= 0) steps.push_back(step(Prim::RecvReduceSend, ch[k - 1], t.parent, off, len, in));
+    else if (t.partner >= 0) steps.push_back(step(Prim::RecvReduceCopySend, ch[k - 1], t.partner, off, len, in | kPartial));
+    else steps.push_back(step(Prim::RecvReduceCopySend, ch[k - 1], ch[k - 1], off, len, in));
   }
-  for (int i = 0; i + 1 < k; ++i)
-    steps.push_back(step(Prim::RecvReduceCopy, ch[i], -1, off, len, kPartial | (i ? kInFromOutput : 0)));
-  const uint8_t in = k > 1 ? kInFromOutput : 0;
-  if (t.parent >= 0) steps.push_back(step(Prim::RecvReduceSend, ch[k - 1], t.parent, off, len, in));
-  else steps.push_back(step(Prim::RecvReduceCopySend, ch[k - 1], ch[k - 1], off, len, in));
+  if (t.partner < 0) return;
+  // Own partial (in the output if children were folded) op the partner's,
+  // in node order: the same expression on both roots.
+  const uint8_t own = (k > 0 ? kInFromOutput : 0) | (t.partnerFirst ? 0 : kOwnFirst);
+  if (k == 0) steps.push_back(step(Prim::RecvReduceCopy, t.partner, -1, off, len, own));
+  else steps.push_back(step(Prim::RecvReduceCopySend, t.partner, ch[k - 1], off, len, own));
 }
 
-// Broadcast of one chunk: from the parent to the output and every child; the
+// Broadcast of one chunk: from the parent to the output and every child; a
 // root already sent it to its last child while finishing it.
 void broadcastDown(std::vector<Step>& steps, const TreeLinks& t, uint64_t off, uint64_t len) {
   const auto& ch = t.children;
@@ -80,7 +101,7 @@ void broadcastDown(std::vector<Step>& steps, const TreeLinks& t, uint64_t off, u
     steps.push_back(step(Prim::RecvCopySend, t.parent, ch[0], off, len, 0));
     first = 1;
   }
-  const size_t end = t.parent >= 0 ? ch.size() : ch.size() - 1;
+  const size_t end = t.parent >= 0 ? ch.size() : std::max(k - 1, 0);
   for (size_t i = first; i < end; ++i) steps.push_back(step(Prim::Send, -1, ch[i], off, len, kInFromOutput));
 }
 

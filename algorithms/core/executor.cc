@@ -137,8 +137,9 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
     case Prim::RecvReduceCopySend:
       // Reduce into the (cache-hot) outgoing slot, then copy it out: the
       // output may be written with streaming stores and never read back.
-      ctx.reduceFn(slotOut, slotIn, in, step.count);
-      finish(slotOut, step.count, ctx);
+      if (step.flags & kOwnFirst) ctx.reduceFn(slotOut, in, slotIn, step.count);
+      else ctx.reduceFn(slotOut, slotIn, in, step.count);
+      if (!(step.flags & kPartial)) finish(slotOut, step.count, ctx);
       reduce::copy(out, slotOut, bytes, ctx.streamingOutput);
       break;
     case Prim::RecvCopySend:

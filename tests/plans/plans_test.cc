@@ -6,6 +6,7 @@
 // rounding makes the result depend on the order of the sums.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "executor.h"
 #include "layout.h"
 #include "mem_connector.h"
+#include "node_tree.h"
 #include "op_desc.h"
 #include "selection.h"
 
@@ -301,6 +303,9 @@ TEST(Plans, EveryAlgorithmOnEveryLayout) {
   layouts.push_back({0, 1, 0, 1, 0, 1});  // interleaved
   layouts.push_back({0, 1, 1, 2, 2, 2});  // 1 + 2 + 3
   layouts.push_back({2, 0, 1, 0, 2});     // nodes numbered out of rank order
+  layouts.push_back({0, 1, 2, 3});        // 4 nodes: the tree's two roots with a child each
+  layouts.push_back({0, 1, 2, 3, 4, 5});  // 6 nodes: two roots with two children each
+  layouts.push_back({0, 1, 2, 3, 4, 5, 6});  // 7 nodes: one root (fewer crossings)
   const uint64_t slotElems = kSlotBytes / 4;
   for (const auto& nodeOf : layouts) {
     const int n = static_cast<int>(nodeOf.size());
@@ -318,6 +323,43 @@ TEST(Plans, EveryAlgorithmOnEveryLayout) {
       fillAndCheck<int32_t>(n, 1, algo, STRATA_INT32, STRATA_AVG, 555, true, &layout);
       fillAndCheck<int8_t>(n, 1, algo, STRATA_INT8, STRATA_MIN, 333, false, &layout);
     }
+  }
+}
+
+// The tree over nodes: every node reaches a root by its parent links, each
+// link matches a child entry, and the crossings are the fewer of the two
+// shapes', counted here by walking the parent links of each.
+TEST(Plans, NodeTreeCrossesBetweenNodesTheFewestTimes) {
+  auto depthOf = [](int k, int firstChildOfRoot) {
+    int d = 0;
+    for (; k >= firstChildOfRoot; k = (k - firstChildOfRoot) / 2) ++d;
+    return d;
+  };
+  for (int nodes = 1; nodes <= 40; ++nodes) {
+    const NodeTree t = NodeTree::of(nodes);
+    int heapDepth = 0, pairDepth = 0;
+    for (int k = 0; k < nodes; ++k) {
+      heapDepth = std::max(heapDepth, depthOf(k, 1));
+      pairDepth = std::max(pairDepth, depthOf(k, 2));
+    }
+    const int expected = nodes == 1 ? 0 : std::min(2 * heapDepth, 2 * pairDepth + 1);
+    EXPECT_EQ(t.crossings(), expected) << nodes << " nodes";
+    EXPECT_EQ(t.pairedRoots(), nodes > 1 && 2 * pairDepth + 1 < 2 * heapDepth) << nodes << " nodes";
+    int roots = 0;
+    for (int k = 0; k < nodes; ++k) {
+      const int p = t.parent(k);
+      if (p < 0) {
+        ++roots;
+        if (t.pairedRoots()) {
+          EXPECT_EQ(t.partner(t.partner(k)), k);
+        }
+        continue;
+      }
+      ASSERT_LT(p, k) << nodes << " nodes, node " << k;
+      const auto c = t.children(p);
+      EXPECT_TRUE(c[0] == k || c[1] == k) << nodes << " nodes, node " << k;
+    }
+    EXPECT_EQ(roots, t.pairedRoots() ? 2 : 1) << nodes << " nodes";
   }
 }
 
@@ -340,7 +382,8 @@ TEST(Plans, LayoutWalksNodesThenSockets) {
 // Inexact float sums: whatever order an algorithm adds in, every rank must
 // hold the same bits (and be close to the double-precision sum).
 TEST(Plans, EveryRankGetsTheSameBits) {
-  for (const auto& nodeOf : std::vector<std::vector<int>>{{0, 0, 1, 1}, {0, 0, 0, 1, 1}, {0, 1, 0, 1, 2, 2}}) {
+  for (const auto& nodeOf :
+       std::vector<std::vector<int>>{{0, 1}, {0, 0, 1, 1}, {0, 0, 0, 1, 1}, {0, 1, 0, 1, 2, 2}, {0, 1, 2, 3, 4, 4}}) {
     const int n = static_cast<int>(nodeOf.size());
     const Layout layout = layoutOf(nodeOf);
     for (AllreduceAlgo algo : kAlgos)
