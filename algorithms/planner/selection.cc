@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <vector>
 
+#include "node_tree.h"
 #include "pairwise.h"
 
 namespace strata {
@@ -50,9 +52,28 @@ struct View {
   }
   // The slowest link any pair at distance `bit` in the virtual order uses.
   const LinkCost& roundLink(const Fold& f, int bit) const {
-    for (int v = 0; v < f.p; ++v)
-      if (cross(f.posOfVirtual(v, s.nranks), f.posOfVirtual(v ^ bit, s.nranks))) return m.net;
-    return m.shm;
+    return roundCrossers(f, bit) > 0 ? m.net : m.shm;
+  }
+  // The most ranks of one node whose partner at distance `bit` is on another
+  // node: they cross at once, and a crossing's latency is mostly work on the
+  // node (system calls, protocol processing, a NIC's per-message cost), which
+  // queues (measured: 2 ranks of a node crossing together take 1.5-2x one).
+  int roundCrossers(const Fold& f, int bit) const {
+    if (!s.layout) return 0;
+    std::vector<int> perNode(s.layout->nodes(), 0);
+    int most = 0;
+    for (int v = 0; v < f.p; ++v) {
+      const int pos = f.posOfVirtual(v, s.nranks);
+      if (cross(pos, f.posOfVirtual(v ^ bit, s.nranks)))
+        most = std::max(most, ++perNode[s.layout->hierarchy.nodeOf[s.rankAt(pos)]]);
+    }
+    return most;
+  }
+  // One round of pairwise exchanges at distance `bit`, `bytes` each way.
+  double roundUs(const Fold& f, int bit, double bytes) const {
+    const int crossers = roundCrossers(f, bit);
+    if (crossers == 0) return m.shm.us(bytes);
+    return crossers * m.net.latencyUs + bytes / (m.net.gbps * 1e3);
   }
   // Folding `bytes` into a buffer: memory-bound, at shared-memory speed.
   double reduceUs(double bytes) const { return bytes / (m.shm.gbps * 1e3); }
@@ -91,7 +112,7 @@ double oneshotUs(const View& v, double bytes) {
 double rdUs(const View& v, double bytes) {
   const Fold f = Fold::of(v.s.nranks, 0);
   double t = v.foldUs(f, bytes);
-  for (int bit = 1; bit < f.p; bit *= 2) t += v.roundLink(f, bit).us(bytes) + v.reduceUs(bytes);
+  for (int bit = 1; bit < f.p; bit *= 2) t += v.roundUs(f, bit, bytes) + v.reduceUs(bytes);
   return t;
 }
 
@@ -103,20 +124,21 @@ double hdUs(const View& v, double bytes) {
   for (int bit = 1; bit < f.p; bit *= 2) {
     part /= 2;
     const LinkCost& l = v.roundLink(f, bit);
-    t += 2 * (l.latencyUs + part / (l.gbps * 1e3) / efficiency) + v.reduceUs(part);
+    t += 2 * (v.roundUs(f, bit, 0) + part / (l.gbps * 1e3) / efficiency) + v.reduceUs(part);
   }
   return t;
 }
 
 double treeUs(const View& v, double bytes) {
   const int chain = v.mostPerNode() - 1;
-  const int levels = static_cast<int>(std::ceil(std::log2(v.nodes() + 1))) - 1;
   const LinkCost& slow = v.nodes() > 1 ? v.m.net : v.m.shm;
-  // Up and down, each hop once per chunk; the busiest rank (a node leader
-  // with two child nodes and a chain) moves the buffer four times.
+  // Up and down, each hop once per chunk. Pipelined, the links work at once:
+  // the slowest carries the buffer once each way, and the busiest rank (a
+  // node leader with two child nodes and a chain) moves it four times, the
+  // moves beyond the slow link's at memory speed.
   const double fanout = v.nodes() > 2 ? 4 : (v.nodes() > 1 ? 3 : 2);
-  return 2 * (chain * v.m.shm.latencyUs + levels * v.m.net.latencyUs) + fanout * bytes / (slow.gbps * 1e3) +
-         v.reduceUs(bytes * (fanout - 1));
+  return 2 * chain * v.m.shm.latencyUs + NodeTree::of(v.nodes()).crossings() * v.m.net.latencyUs +
+         bytes / (slow.gbps * 1e3) + (fanout - 1) * bytes / (v.m.shm.gbps * 1e3) + v.reduceUs(bytes * (fanout - 1));
 }
 
 double hierUs(const View& v, double bytes) {
@@ -124,9 +146,9 @@ double hierUs(const View& v, double bytes) {
   if (nodes == 1 || nodes == v.s.nranks) return ringUs(v, bytes);
   const int local = v.mostPerNode();
   // Each local rank runs its own ring over the nodes on 1/local of the
-  // buffer, over its own connections.
+  // buffer, over its own connections, all crossing at once (roundCrossers).
   return 2 * (local - 1) * v.m.shm.us(bytes / local) +
-         2 * (nodes - 1) * v.m.net.us(bytes / local / nodes) +
+         2 * (nodes - 1) * (local * v.m.net.latencyUs + bytes / local / nodes / (v.m.net.gbps * 1e3)) +
          v.reduceUs(bytes * (local - 1) / local + bytes / local * (nodes - 1) / nodes);
 }
 
