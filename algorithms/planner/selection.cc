@@ -147,8 +147,11 @@ double hierUs(const View& v, double bytes) {
   const int local = v.mostPerNode();
   // Each local rank runs its own ring over the nodes on 1/local of the
   // buffer, over its own connections, all crossing at once (roundCrossers).
-  return 2 * (local - 1) * v.m.shm.us(bytes / local) +
-         2 * (nodes - 1) * (local * v.m.net.latencyUs + bytes / local / nodes / (v.m.net.gbps * 1e3)) +
+  // Each phase waits for its whole range before the next starts, as
+  // halving-doubling's rounds do (kExchangeEfficiency).
+  const double shmUs = bytes / local / (v.m.shm.gbps * 1e3) / kExchangeEfficiency;
+  const double netUs = bytes / local / nodes / (v.m.net.gbps * 1e3) / kExchangeEfficiency;
+  return 2 * (local - 1) * (v.m.shm.latencyUs + shmUs) + 2 * (nodes - 1) * (local * v.m.net.latencyUs + netUs) +
          v.reduceUs(bytes * (local - 1) / local + bytes / local * (nodes - 1) / nodes);
 }
 
