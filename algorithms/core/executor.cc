@@ -110,7 +110,10 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
     if (!send->acquire(0)) return StepResult::NotReady;
     if (step.prim == Prim::RecvCopySend) reduce::copy(out, slotIn, bytes, ctx.streamingOutput);
     send->publishFrom(step.prim == Prim::RecvCopySend ? out : in, bytes, msg.tag);
-    if (recv) recv->release();
+    if (recv) {
+      recv->release();
+      received(step.recvPeer, msg.tag);
+    }
     return StepResult::Ran;
   }
   void* slotOut = nullptr;
@@ -157,7 +160,10 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
       return StepResult::Failed;
   }
   if (send) send->publish(bytes, msg.tag);
-  if (recv) recv->release();
+  if (recv) {
+    recv->release();
+    received(step.recvPeer, msg.tag);
+  }
   return StepResult::Ran;
 }
 
@@ -196,8 +202,11 @@ PlanExecutor::StepResult PlanExecutor::reduceAll(const Step& step, const Message
     }
     finish(out + off, n, ctx);
   }
-  for (int p = 0; p < ctx.nranks; ++p)
-    if (p != ctx.rank) links.recv[p]->release();
+  for (int p = 0; p < ctx.nranks; ++p) {
+    if (p == ctx.rank) continue;
+    links.recv[p]->release();
+    received(p, msg.tag);
+  }
   return StepResult::Ran;
 }
 
@@ -240,6 +249,48 @@ Status PlanExecutor::blockedHealth(const ChannelPlan& plan, size_t cursor,
   if (step.sendPeer >= 0 && !links.send[step.sendPeer]->acquire(0))
     STRATA_CHECK(links.send[step.sendPeer]->health());
   return Status::ok();
+}
+
+std::string PlanExecutor::lastFromText(int peer, const SlotTag& want) const {
+  const std::string who = "rank " + std::to_string(peer);
+  const bool any = static_cast<size_t>(peer) < lastFrom_.size() && lastFrom_[peer].seq != 0;
+  const OpDesc wanted = OpDesc::unpack(want.desc);
+  const char* unit = wanted.coll == Coll::SendRecv ? "message" : "operation";
+  if (!any)
+    return who + ", which has sent nothing here on this channel yet: it has not reached this " + unit +
+           ", or is stuck before it";
+  const SlotTag& last = lastFrom_[peer];
+  const OpDesc got = OpDesc::unpack(last.desc);
+  std::string text = who + ", whose last message here belonged to its " + got.describe() + " #" +
+                     std::to_string(last.seq);
+  // Sequence numbers count collectives on the communicator, messages per pair.
+  if ((got.coll == Coll::SendRecv) != (wanted.coll == Coll::SendRecv)) return text;
+  if (last.seq < want.seq)
+    return text + ", while this rank is at #" + std::to_string(want.seq) + ": " + who +
+           " has not reached it (it is behind, or stuck in between)";
+  return text + ": " + who + " is inside this " + unit + " but has not sent this part";
+}
+
+std::string PlanExecutor::describeWait(const ChannelPlan& plan, size_t cursor, const ChannelLinks& links,
+                                       const OpContext& ctx) {
+  if (cursor >= plan.steps.size()) return "flushing its last sends";
+  const Step& step = plan.steps[cursor];
+  const SlotTag want = ctx.message(step).tag;
+  std::string text = std::string("step ") + primName(step.prim);
+  size_t bytes = 0;
+  SlotTag tag;
+  auto waitFor = [&](int peer) {
+    if (peer == ctx.rank || !links.recv[peer] || links.recv[peer]->peek(&bytes, &tag)) return;
+    text += "; waiting for " + lastFromText(peer, want);
+  };
+  if (step.prim == Prim::ReduceAll) {
+    for (size_t p = 0; p < links.recv.size(); ++p) waitFor(static_cast<int>(p));
+  } else if (step.recvPeer >= 0) {
+    waitFor(step.recvPeer);
+  }
+  if (step.sendPeer >= 0 && !links.send[step.sendPeer]->acquire(0))
+    text += "; rank " + std::to_string(step.sendPeer) + " has not taken what this rank sent it";
+  return text;
 }
 
 }  // namespace strata

@@ -4,6 +4,7 @@
 // calls (to poll other channels, yield, check deadlines) and come back later.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "connector.h"
@@ -86,13 +87,27 @@ class PlanExecutor {
   // thread that it can go on.
   bool waitsOnMemory(const ChannelPlan& plan, size_t cursor, const ChannelLinks& links);
 
+  // What the step at `cursor` waits for, in words a user can act on when a
+  // deadline passes: each peer whose data has not come, with the operation
+  // its last message here belonged to (a peer still on an earlier one has
+  // not reached this one), and each peer that has not taken what was sent.
+  std::string describeWait(const ChannelPlan& plan, size_t cursor, const ChannelLinks& links,
+                           const OpContext& ctx);
+
  private:
   enum class StepResult { Ran, NotReady, Failed };
+  // Records that a slot tagged `tag` from `peer` was consumed.
+  void received(int peer, const SlotTag& tag) {
+    if (static_cast<size_t>(peer) >= lastFrom_.size()) lastFrom_.resize(peer + 1, SlotTag{0, 0});
+    lastFrom_[peer] = tag;
+  }
+  std::string lastFromText(int peer, const SlotTag& want) const;
   StepResult run(const Step& step, const OpContext& ctx, const ChannelLinks& links, Status* error);
   StepResult reduceAll(const Step& step, const Message& msg, const OpContext& ctx,
                        const ChannelLinks& links, Status* error);
 
   std::vector<const void*> peerSlots_;  // ReduceAll's view of every peer's slot
+  std::vector<SlotTag> lastFrom_;       // per peer, the tag of the last slot consumed (seq 0: none)
 };
 
 }  // namespace strata

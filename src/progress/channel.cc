@@ -45,19 +45,6 @@ void Channel::failAll(const Status& why) {
   }
 }
 
-namespace {
-
-// "step recvReduceSend (receive from rank 1, send to rank 3)", or the flush
-// that follows the last step.
-std::string describeWait(const ChannelOp& op) {
-  if (op.cursor >= op.plan.steps.size()) return "flushing its last sends";
-  const Step& step = op.plan.steps[op.cursor];
-  return std::string("step ") + primName(step.prim) + " (receive from rank " + std::to_string(step.recvPeer) +
-         ", send to rank " + std::to_string(step.sendPeer) + ")";
-}
-
-}  // namespace
-
 void Channel::noteBlocked(FailureSink& comm, const ChannelOp& op) {
   if (++blockedPolls_ % kPollsPerClockCheck != 0) return;
   double now = nowSeconds();
@@ -70,19 +57,20 @@ void Channel::noteBlocked(FailureSink& comm, const ChannelOp& op) {
     Status health = executor_.blockedHealth(op.plan, op.cursor, links);
     if (!health.isOk()) {
       OpDesc desc = OpDesc::unpack(op.ctx.tag.desc);
-      comm.fail(STRATA_ERROR(health.code(), "%s (operation #%llu, %s) failed: %s",
-                             desc.describe().c_str(), (unsigned long long)op.ctx.tag.seq,
-                             describeWait(op).c_str(), health.message().c_str()));
+      const std::string wait = executor_.describeWait(op.plan, op.cursor, links, op.ctx);
+      comm.fail(STRATA_ERROR(health.code(), "%s (operation #%llu) failed: %s (in %s)", desc.describe().c_str(),
+                             (unsigned long long)op.ctx.tag.seq, health.message().c_str(), wait.c_str()));
       return;
     }
   }
   if (now - blockedSince_ > comm.timeoutSeconds()) {
     OpDesc desc = OpDesc::unpack(op.ctx.tag.desc);
+    const std::string wait = executor_.describeWait(op.plan, op.cursor, links, op.ctx);
     comm.fail(STRATA_ERROR(STRATA_ERR_TIMEOUT,
-                           "%s (operation #%llu) made no progress for %.1f s (STRATA_TIMEOUT) in "
-                           "%s; is every rank calling the same collectives?",
-                           desc.describe().c_str(), (unsigned long long)op.ctx.tag.seq,
-                           now - blockedSince_, describeWait(op).c_str()));
+                           "%s (operation #%llu) made no progress for %.1f s (STRATA_TIMEOUT) in %s; is "
+                           "every rank calling the same collectives?",
+                           desc.describe().c_str(), (unsigned long long)op.ctx.tag.seq, now - blockedSince_,
+                           wait.c_str()));
   }
 }
 

@@ -142,6 +142,39 @@ TEST(Faults, AbortUnblocksTheCallerAndFailsThePeers) {
   expectAllPassed(outcomes);
 }
 
+// A rank that stays in its own code (here: asleep) while the others start
+// the next collective: the rank whose deadline passes names it, and says it
+// is behind (its last message belonged to the operation before).
+TEST(Faults, TimeoutNamesTheRankThatIsBehind) {
+  auto outcomes = runRanks(3, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm;
+    if (!rep.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+    std::vector<float> buf(1000, 1.0f);
+    if (!rep.ok(strata_allreduce(buf.data(), buf.data(), buf.size(), STRATA_FLOAT32, STRATA_SUM, comm), comm,
+                "first allreduce"))
+      return;
+    if (rank == 2) {
+      std::this_thread::sleep_for(std::chrono::seconds(4));
+      strata_comm_destroy(comm);
+      return;
+    }
+    strata_result_t rc = strata_allreduce(buf.data(), buf.data(), buf.size(), STRATA_FLOAT32, STRATA_SUM, comm);
+    const char* text = strata_comm_last_error(comm);
+    if (rc == STRATA_ERR_TIMEOUT) {
+      rep.value("timeouts", 1);
+      for (const char* part : {"operation #2", "waiting for rank 2", "#1", "rank 2 has not reached it"})
+        if (!mentions(text, part)) rep.fail("timeout message '%s' does not mention '%s'", text, part);
+    } else if (rc != STRATA_ERR_REMOTE) {
+      rep.fail("second allreduce ended with %s: %s", strata_result_string(rc), text);
+    }
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "1.5"}});
+  expectAllPassed(outcomes);
+  int timeouts = 0;
+  for (int r = 0; r < 2; ++r) timeouts += outcomes[r].values.count("timeouts") ? outcomes[r].values.at("timeouts") : 0;
+  EXPECT_GE(timeouts, 1) << "no rank timed out";
+}
+
 struct Mismatch {
   const char* name;
   size_t count1;
