@@ -35,7 +35,8 @@ class NodeTree {
   int partner(int node) const { return paired_ && node < 2 ? 1 - node : -1; }
   // Child nodes, in folding order; entries >= nodes do not exist.
   std::array<int, 2> children(int node) const {
-    return paired_ ? std::array<int, 2>{2 * node + 2, 2 * node + 3} : std::array<int, 2>{2 * node + 1, 2 * node + 2};
+    const int first = paired_ ? 2 * node + 2 : 2 * node + 1;
+    return {first, first + 1};
   }
   // Times a chunk crosses between nodes before every node has its value.
   int crossings() const {

@@ -75,9 +75,12 @@ void reduceUp(std::vector<Step>& steps, const TreeLinks& t, uint64_t off, uint64
     for (int i = 0; i + 1 < k; ++i)
       steps.push_back(step(Prim::RecvReduceCopy, ch[i], -1, off, len, kPartial | (i ? kInFromOutput : 0)));
     const uint8_t in = k > 1 ? kInFromOutput : 0;
-    if (t.parent >= 0) steps.push_back(step(Prim::RecvReduceSend, ch[k - 1], t.parent, off, len, in));
-    else if (t.partner >= 0) steps.push_back(step(Prim::RecvReduceCopySend, ch[k - 1], t.partner, off, len, in | kPartial));
-    else steps.push_back(step(Prim::RecvReduceCopySend, ch[k - 1], ch[k - 1], off, len, in));
+    if (t.parent >= 0)
+      steps.push_back(step(Prim::RecvReduceSend, ch[k - 1], t.parent, off, len, in));
+    else if (t.partner >= 0)
+      steps.push_back(step(Prim::RecvReduceCopySend, ch[k - 1], t.partner, off, len, in | kPartial));
+    else
+      steps.push_back(step(Prim::RecvReduceCopySend, ch[k - 1], ch[k - 1], off, len, in));
   }
   if (t.partner < 0) return;
   // Own partial (in the output if children were folded) op the partner's,

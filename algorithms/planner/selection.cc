@@ -69,11 +69,10 @@ struct View {
     }
     return most;
   }
-  // One round of pairwise exchanges at distance `bit`, `bytes` each way.
-  double roundUs(const Fold& f, int bit, double bytes) const {
+  // The latency of one round of pairwise exchanges at distance `bit`.
+  double roundLatencyUs(const Fold& f, int bit) const {
     const int crossers = roundCrossers(f, bit);
-    if (crossers == 0) return m.shm.us(bytes);
-    return crossers * m.net.latencyUs + bytes / (m.net.gbps * 1e3);
+    return crossers == 0 ? m.shm.latencyUs : crossers * m.net.latencyUs;
   }
   // Folding `bytes` into a buffer: memory-bound, at shared-memory speed.
   double reduceUs(double bytes) const { return bytes / (m.shm.gbps * 1e3); }
@@ -112,7 +111,8 @@ double oneshotUs(const View& v, double bytes) {
 double rdUs(const View& v, double bytes) {
   const Fold f = Fold::of(v.s.nranks, 0);
   double t = v.foldUs(f, bytes);
-  for (int bit = 1; bit < f.p; bit *= 2) t += v.roundUs(f, bit, bytes) + v.reduceUs(bytes);
+  for (int bit = 1; bit < f.p; bit *= 2)
+    t += v.roundLatencyUs(f, bit) + bytes / (v.roundLink(f, bit).gbps * 1e3) + v.reduceUs(bytes);
   return t;
 }
 
@@ -124,7 +124,7 @@ double hdUs(const View& v, double bytes) {
   for (int bit = 1; bit < f.p; bit *= 2) {
     part /= 2;
     const LinkCost& l = v.roundLink(f, bit);
-    t += 2 * (v.roundUs(f, bit, 0) + part / (l.gbps * 1e3) / efficiency) + v.reduceUs(part);
+    t += 2 * (v.roundLatencyUs(f, bit) + part / (l.gbps * 1e3) / efficiency) + v.reduceUs(part);
   }
   return t;
 }
@@ -137,8 +137,9 @@ double treeUs(const View& v, double bytes) {
   // node leader with two child nodes and a chain) moves it four times, the
   // moves beyond the slow link's at memory speed.
   const double fanout = v.nodes() > 2 ? 4 : (v.nodes() > 1 ? 3 : 2);
-  return 2 * chain * v.m.shm.latencyUs + NodeTree::of(v.nodes()).crossings() * v.m.net.latencyUs +
-         bytes / (slow.gbps * 1e3) + (fanout - 1) * bytes / (v.m.shm.gbps * 1e3) + v.reduceUs(bytes * (fanout - 1));
+  const double latencyUs = 2 * chain * v.m.shm.latencyUs + NodeTree::of(v.nodes()).crossings() * v.m.net.latencyUs;
+  return latencyUs + bytes / (slow.gbps * 1e3) + (fanout - 1) * bytes / (v.m.shm.gbps * 1e3) +
+         v.reduceUs(bytes * (fanout - 1));
 }
 
 double hierUs(const View& v, double bytes) {
