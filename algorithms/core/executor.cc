@@ -171,7 +171,8 @@ PlanExecutor::StepResult PlanExecutor::reduceAll(const Step& step, const Message
                                                  const OpContext& ctx, const ChannelLinks& links,
                                                  Status* error) {
   const size_t bytes = step.count * ctx.elemSize;
-  peerSlots_.assign(ctx.nranks, nullptr);
+  // Every entry is written below before it is read.
+  if (peerSlots_.size() < static_cast<size_t>(ctx.nranks)) peerSlots_.resize(ctx.nranks);
   for (int p = 0; p < ctx.nranks; ++p) {
     if (p == ctx.rank) continue;
     size_t got = 0;

@@ -89,6 +89,7 @@ Status initRankNonBlocking(strata_comm_t* comm, int nranks, const strata_unique_
   STRATA_CHECK(rankConfig(comm, nranks, id, rank, &config));
   auto* c = new strata_comm{};
   c->initDone.store(false, std::memory_order_relaxed);
+  c->initJoined.store(false, std::memory_order_relaxed);
   c->initThread = std::thread([c, config] {
     log::setThreadRank(config.rank);
     std::unique_ptr<Comm> impl;
@@ -183,8 +184,10 @@ Status initWorld(strata_comm_t* comm) {
 }  // namespace
 
 Status ready(strata_comm* comm) {
+  if (comm->initJoined.load(std::memory_order_acquire)) return comm->initStatus;
   std::lock_guard<std::mutex> lock(comm->initMutex);
   if (comm->initThread.joinable()) comm->initThread.join();
+  comm->initJoined.store(true, std::memory_order_release);
   return comm->initStatus;
 }
 

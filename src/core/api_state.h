@@ -16,10 +16,12 @@
 struct strata_comm {
   std::unique_ptr<strata::Comm> impl;
   // A non-blocking init builds impl on initThread and sets initStatus, then
-  // initDone; impl stays null if it failed. api::ready() waits for it.
+  // initDone; impl stays null if it failed. api::ready() waits for it, and
+  // once a thread has joined it (initJoined) every call skips the lock.
   std::thread initThread;
   std::mutex initMutex;
   std::atomic<bool> initDone{true};
+  std::atomic<bool> initJoined{true};
   strata::Status initStatus;
   // Requests handed out and not yet completed through strata_test/wait. A
   // communicator destroyed or aborted while some are outstanding fails them
