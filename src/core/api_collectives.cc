@@ -130,7 +130,9 @@ strata_result_t issue(strata_comm* comm, const CollCall& call, bool nothingToDo,
     return STRATA_SUCCESS;
   }
   return start(comm, request,
-               [&](bool callerWaits, Request* r) { return comm->impl->submit(call, callerWaits, r); });
+               [&](bool callerWaits, Request* r) {
+                 return callerWaits ? comm->impl->run(call, r) : comm->impl->submit(call, false, r);
+               });
 }
 
 strata_result_t issueP2p(strata_comm* comm, const Comm::P2pOp& op, strata_request_t* request) {

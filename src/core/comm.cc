@@ -157,34 +157,67 @@ Status Comm::choose(const CollCall& call, PlanChoice* choice) const {
   return Planner::choose(call, shape, tuning_, choice);
 }
 
-Status Comm::submit(const CollCall& call, bool callerWaits, Request* request) {
-  PlanShape shape = shape_;
-  shape.elemSize = strata_datatype_size(call.datatype);
-  PlanChoice choice;
-  STRATA_CHECK(planner_.plan(call, shape, tuning_, plans_, &choice));
+Status Comm::prepare(const CollCall& call, PlanChoice* choice, OpContext* ctx) {
+  const size_t elemSize = strata_datatype_size(call.datatype);
+  const bool inPlace = call.sendbuf == call.recvbuf;
+  if (planKept_ && call.coll == Coll::Allreduce && kept_.count == call.count && kept_.elemSize == elemSize &&
+      kept_.inPlace == inPlace) {
+    *choice = kept_.choice;
+  } else {
+    planKept_ = false;
+    PlanShape shape = shape_;
+    shape.elemSize = elemSize;
+    STRATA_CHECK(planner_.plan(call, shape, tuning_, plans_, choice));
+    kept_ = {call.count, elemSize, inPlace, *choice};
+  }
 
-  OpContext ctx;
-  ctx.input = static_cast<const char*>(call.sendbuf);
-  ctx.output = static_cast<char*>(call.recvbuf);
-  ctx.datatype = call.datatype;
-  ctx.op = call.op;
-  ctx.elemSize = shape.elemSize;
-  ctx.rank = rank_;
-  ctx.nranks = nranks_;
-  ctx.tag = SlotTag{++seq_, OpDesc{call.coll, call.datatype, call.op, call.count}.pack()};
-  ctx.reduceFn = reduce::kernel(call.datatype, call.op, isa_);
-  uint64_t outBytes = call.count * shape.elemSize;
+  *ctx = OpContext{};
+  ctx->input = static_cast<const char*>(call.sendbuf);
+  ctx->output = static_cast<char*>(call.recvbuf);
+  ctx->datatype = call.datatype;
+  ctx->op = call.op;
+  ctx->elemSize = elemSize;
+  ctx->rank = rank_;
+  ctx->nranks = nranks_;
+  ctx->tag = SlotTag{++seq_, OpDesc{call.coll, call.datatype, call.op, call.count}.pack()};
+  ctx->reduceFn = reduce::kernel(call.datatype, call.op, isa_);
+  uint64_t outBytes = call.count * elemSize;
   if (call.coll == Coll::Allgather || call.coll == Coll::Alltoall) outBytes *= nranks_;
-  ctx.streamingOutput = outBytes >= streamingBytes_;
-  ctx.sendFromCaller = choice.inputStable;
+  ctx->streamingOutput = outBytes >= streamingBytes_;
+  ctx->sendFromCaller = choice->inputStable;
   if (call.coll == Coll::Barrier) {
     static const uint8_t kZero = 0;
-    ctx.input = reinterpret_cast<const char*>(&kZero);
-    ctx.output = reinterpret_cast<char*>(&barrierBytes_[seq_ % barrierBytes_.size()]);
+    ctx->input = reinterpret_cast<const char*>(&kZero);
+    ctx->output = reinterpret_cast<char*>(&barrierBytes_[seq_ % barrierBytes_.size()]);
   }
-  STRATA_TRACE(COLL, "%s #%llu: %s on %d channel(s)", OpDesc::unpack(ctx.tag.desc).describe().c_str(),
-               (unsigned long long)ctx.tag.seq, choice.algo, choice.nchannels);
+  STRATA_TRACE(COLL, "%s #%llu: %s on %d channel(s)", OpDesc::unpack(ctx->tag.desc).describe().c_str(),
+               (unsigned long long)ctx->tag.seq, choice->algo, choice->nchannels);
+  return Status::ok();
+}
+
+Status Comm::submit(const CollCall& call, bool callerWaits, Request* request) {
+  PlanChoice choice;
+  OpContext ctx;
+  STRATA_CHECK(prepare(call, &choice, &ctx));
+  planKept_ = false;  // the queue takes the plans
   enqueue(ctx, choice.nchannels, callerWaits, request);
+  return Status::ok();
+}
+
+Status Comm::run(const CollCall& call, Request* request) {
+  PlanChoice choice;
+  OpContext ctx;
+  STRATA_CHECK(prepare(call, &choice, &ctx));
+  Status outcome;
+  if (choice.nchannels == 1 && channels_[0].runNow(plans_[0], ctx, *this, spins_, &outcome)) {
+    planKept_ = call.coll == Coll::Allreduce;
+    request->start(1);
+    if (outcome.isOk()) request->channelDone();
+    else request->channelFailed(outcome);
+    return Status::ok();
+  }
+  planKept_ = false;
+  enqueue(ctx, choice.nchannels, true, request);
   return Status::ok();
 }
 
@@ -230,6 +263,7 @@ Status Comm::submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Reques
 
   PlanShape shape = shape_;
   shape.elemSize = 1;
+  planKept_ = false;
   buildExchange(shape, p2pSpec_, shape.nchannels, plans_);
   OpContext ctx{};
   ctx.datatype = STRATA_UINT8;

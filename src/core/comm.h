@@ -34,6 +34,11 @@ class Comm final : public FailureSink {
   // `callerWaits` the caller will wait() at once and drives it itself;
   // otherwise the progress threads are woken to carry it.
   Status submit(const CollCall& call, bool callerWaits, Request* request);
+  // A lone blocking collective: runs it to its end at once on the calling
+  // thread when its one channel is idle (Channel::runNow), else queues it as
+  // submit() does for a caller that waits. Not for a group's calls, which
+  // must all be issued before any is driven to its end.
+  Status run(const CollCall& call, Request* request);
 
   // Queues a group of sends and receives as one operation: they progress
   // together, so any pattern whose every send has a matching receive
@@ -76,6 +81,9 @@ class Comm final : public FailureSink {
   Comm() = default;
   Status init(const boot::BootstrapConfig& config);
   Status connectTransports(const topo::HostInfo& self);
+  // Plans `call` into plans_ (or keeps the ones there, see kept_) and fills
+  // its context, with the next sequence number.
+  Status prepare(const CollCall& call, PlanChoice* choice, OpContext* ctx);
   // Puts the per-channel plans in plans_[0..nch) on the channels' queues.
   void enqueue(const OpContext& ctx, int nch, bool callerWaits, Request* request,
                uint64_t p2pKey = 0);
@@ -105,6 +113,17 @@ class Comm final : public FailureSink {
   Connections connections_;
   std::vector<Channel> channels_;
   std::vector<ChannelPlan> plans_;  // scratch for building, capacity reused
+  // The allreduce whose plans were built last, and whether they are still in
+  // plans_ (an operation run at once leaves them there; a queued one takes
+  // them): the same call again reuses them instead of building them anew.
+  struct PlannedAllreduce {
+    uint64_t count;
+    size_t elemSize;
+    bool inPlace;
+    PlanChoice choice;
+  };
+  bool planKept_ = false;
+  PlannedAllreduce kept_{};
   std::unique_ptr<ProgressThreads> threads_;
 
   std::atomic<bool> failed_{false};

@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "log.h"
 #include "op_desc.h"
+#include "wait_policy.h"
 
 namespace strata {
 namespace {
@@ -45,7 +46,7 @@ void Channel::failAll(const Status& why) {
   }
 }
 
-void Channel::noteBlocked(FailureSink& comm, const ChannelOp& op) {
+void Channel::noteBlocked(FailureSink& comm, const ChannelPlan& plan, size_t cursor, const OpContext& ctx) {
   if (++blockedPolls_ % kPollsPerClockCheck != 0) return;
   double now = nowSeconds();
   if (blockedSince_ == 0) {
@@ -54,22 +55,22 @@ void Channel::noteBlocked(FailureSink& comm, const ChannelOp& op) {
   }
   if (now - lastHealthCheck_ >= kHealthCheckInterval) {
     lastHealthCheck_ = now;
-    Status health = executor_.blockedHealth(op.plan, op.cursor, links);
+    Status health = executor_.blockedHealth(plan, cursor, links);
     if (!health.isOk()) {
-      OpDesc desc = OpDesc::unpack(op.ctx.tag.desc);
-      const std::string wait = executor_.describeWait(op.plan, op.cursor, links, op.ctx);
+      OpDesc desc = OpDesc::unpack(ctx.tag.desc);
+      const std::string wait = executor_.describeWait(plan, cursor, links, ctx);
       comm.fail(STRATA_ERROR(health.code(), "%s (operation #%llu) failed: %s (in %s)", desc.describe().c_str(),
-                             (unsigned long long)op.ctx.tag.seq, health.message().c_str(), wait.c_str()));
+                             (unsigned long long)ctx.tag.seq, health.message().c_str(), wait.c_str()));
       return;
     }
   }
   if (now - blockedSince_ > comm.timeoutSeconds()) {
-    OpDesc desc = OpDesc::unpack(op.ctx.tag.desc);
-    const std::string wait = executor_.describeWait(op.plan, op.cursor, links, op.ctx);
+    OpDesc desc = OpDesc::unpack(ctx.tag.desc);
+    const std::string wait = executor_.describeWait(plan, cursor, links, ctx);
     comm.fail(STRATA_ERROR(STRATA_ERR_TIMEOUT,
                            "%s (operation #%llu) made no progress for %.1f s (STRATA_TIMEOUT) in %s; is "
                            "every rank calling the same collectives?",
-                           desc.describe().c_str(), (unsigned long long)op.ctx.tag.seq, now - blockedSince_,
+                           desc.describe().c_str(), (unsigned long long)ctx.tag.seq, now - blockedSince_,
                            wait.c_str()));
   }
 }
@@ -115,6 +116,42 @@ bool Channel::runAhead(FailureSink& comm) {
   return moved;
 }
 
+bool Channel::runNow(const ChannelPlan& plan, const OpContext& ctx, FailureSink& comm, int64_t spins,
+                     Status* status) {
+  if (hasWork() || !links.pollers.empty()) return false;
+  if (busy_.test_and_set(std::memory_order_acquire)) return false;
+  WaitPolicy wait(spins);
+  size_t cursor = 0;
+  for (;;) {
+    if (comm.failed()) {
+      *status = comm.failure();
+      break;
+    }
+    Status error;
+    const Advance a = executor_.advance(plan, &cursor, ctx, links, &error);
+    if (a == Advance::Done) {
+      *status = Status::ok();
+      break;
+    }
+    if (a == Advance::Failed) {
+      comm.fail(error);
+      continue;
+    }
+    if (a == Advance::Blocked) {
+      noteBlocked(comm, plan, cursor, ctx);
+    } else {
+      blockedPolls_ = 0;
+      blockedSince_ = 0;
+    }
+    wait.afterPoll(a == Advance::Progressed);
+  }
+  // The deadline bookkeeping is the next operation's, from scratch.
+  blockedPolls_ = 0;
+  blockedSince_ = 0;
+  busy_.clear(std::memory_order_release);
+  return true;
+}
+
 bool Channel::drive(FailureSink& comm, SleepSet* sleep) {
   if (busy_.test_and_set(std::memory_order_acquire)) return false;
   bool progressed = links.progress();
@@ -135,7 +172,7 @@ bool Channel::drive(FailureSink& comm, SleepSet* sleep) {
     if (a == Advance::Done && !links.flushed()) a = Advance::Blocked;
     if (a == Advance::Blocked) {
       if (sleep && executor_.waitsOnMemory(op.plan, op.cursor, links)) sleep->memoryWait = true;
-      noteBlocked(comm, op);
+      noteBlocked(comm, op.plan, op.cursor, op.ctx);
       if (comm.failed()) continue;  // flush on the next turn
       if (op.p2pKey) progressed |= runAhead(comm);
       break;

@@ -72,6 +72,14 @@ class Channel {
   // sleep on until the channel can move again.
   bool drive(FailureSink& comm, SleepSet* sleep = nullptr);
 
+  // Runs an operation to its end on the calling thread, without queueing it,
+  // when the channel is idle (nothing queued, nobody driving it) and needs no
+  // progress() calls: a small blocking call then pays for no queue entry and
+  // no request bookkeeping. Deadlines and failures are handled as in drive().
+  // False, and nothing done, otherwise; else *status is the outcome.
+  bool runNow(const ChannelPlan& plan, const OpContext& ctx, FailureSink& comm, int64_t spins,
+              Status* status);
+
   // Every connector of the channel, told that this rank failed.
   void abortLinks();
 
@@ -79,7 +87,7 @@ class Channel {
   void failAll(const Status& why);
   void retireHead();
   bool runAhead(FailureSink& comm);
-  void noteBlocked(FailureSink& comm, const ChannelOp& op);
+  void noteBlocked(FailureSink& comm, const ChannelPlan& plan, size_t cursor, const OpContext& ctx);
 
   std::atomic_flag busy_ = ATOMIC_FLAG_INIT;
   ChannelOp ops_[kDepth];
