@@ -1,5 +1,6 @@
 #include "executor.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "op_desc.h"
@@ -39,6 +40,26 @@ bool checkSlot(const SlotTag& got, size_t gotBytes, size_t wantBytes, int peer, 
                           mine.describe().c_str(), peer, gotBytes, ctx.rank, wantBytes);
   }
   return false;
+}
+
+// out <- finish(slots[0] op slots[1] op ... op slots[nranks-1]), in rank
+// order, a block at a time through a scratch buffer, so that in place (out
+// is one of the slots) a block's inputs are all read before it is written.
+// Kept out of line: its 4 KiB buffer would otherwise sit in the frame of
+// every 2-rank call, which needs none.
+__attribute__((noinline)) void foldThroughScratch(char* out, const void* const* slots, size_t count,
+                                                  const OpContext& ctx) {
+  alignas(64) char scratch[4096];
+  const size_t blockElems = sizeof(scratch) / ctx.elemSize;
+  for (size_t done = 0; done < count; done += blockElems) {
+    const size_t n = std::min(blockElems, count - done);
+    const size_t off = done * ctx.elemSize;
+    auto at = [&](int r) { return static_cast<const char*>(slots[r]) + off; };
+    ctx.reduceFn(scratch, at(0), at(1), n);
+    for (int r = 2; r < ctx.nranks - 1; ++r) ctx.reduceFn(scratch, scratch, at(r), n);
+    ctx.reduceFn(out + off, scratch, at(ctx.nranks - 1), n);
+    finish(out + off, n, ctx);
+  }
 }
 
 }  // namespace
@@ -185,23 +206,13 @@ PlanExecutor::StepResult PlanExecutor::reduceAll(const Step& step, const Message
   char* out = msg.output + step.outOffset * ctx.elemSize;
   peerSlots_[ctx.rank] = in;
 
-  // Fold in rank order, a block at a time through a scratch buffer: every rank
-  // computes the same expression, and in place (out == in) the own input of a
-  // block is read before that block of the output is written.
-  alignas(64) char scratch[4096];
-  const size_t blockElems = sizeof(scratch) / ctx.elemSize;
-  for (size_t done = 0; done < step.count; done += blockElems) {
-    size_t n = std::min(blockElems, step.count - done);
-    size_t off = done * ctx.elemSize;
-    auto at = [&](int r) { return static_cast<const char*>(peerSlots_[r]) + off; };
-    if (ctx.nranks == 2) {
-      ctx.reduceFn(out + off, at(0), at(1), n);
-    } else {
-      ctx.reduceFn(scratch, at(0), at(1), n);
-      for (int r = 2; r < ctx.nranks - 1; ++r) ctx.reduceFn(scratch, scratch, at(r), n);
-      ctx.reduceFn(out + off, scratch, at(ctx.nranks - 1), n);
-    }
-    finish(out + off, n, ctx);
+  // Every rank computes the same expression: rank 0's op rank 1's op ...
+  if (ctx.nranks == 2) {
+    // In place (out == in) each element is read before it is written.
+    ctx.reduceFn(out, peerSlots_[0], peerSlots_[1], step.count);
+    finish(out, step.count, ctx);
+  } else {
+    foldThroughScratch(out, peerSlots_.data(), step.count, ctx);
   }
   for (int p = 0; p < ctx.nranks; ++p) {
     if (p == ctx.rank) continue;
