@@ -131,10 +131,7 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
     if (!send->acquire(0)) return StepResult::NotReady;
     if (step.prim == Prim::RecvCopySend) reduce::copy(out, slotIn, bytes, ctx.streamingOutput);
     send->publishFrom(step.prim == Prim::RecvCopySend ? out : in, bytes, msg.tag);
-    if (recv) {
-      recv->release();
-      received(step.recvPeer, msg.tag);
-    }
+    if (recv) consume(recv, step.recvPeer, msg.tag);
     return StepResult::Ran;
   }
   void* slotOut = nullptr;
@@ -181,10 +178,7 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
       return StepResult::Failed;
   }
   if (send) send->publish(bytes, msg.tag);
-  if (recv) {
-    recv->release();
-    received(step.recvPeer, msg.tag);
-  }
+  if (recv) consume(recv, step.recvPeer, msg.tag);
   return StepResult::Ran;
 }
 
@@ -214,11 +208,8 @@ PlanExecutor::StepResult PlanExecutor::reduceAll(const Step& step, const Message
   } else {
     foldThroughScratch(out, peerSlots_.data(), step.count, ctx);
   }
-  for (int p = 0; p < ctx.nranks; ++p) {
-    if (p == ctx.rank) continue;
-    links.recv[p]->release();
-    received(p, msg.tag);
-  }
+  for (int p = 0; p < ctx.nranks; ++p)
+    if (p != ctx.rank) consume(links.recv[p], p, msg.tag);
   return StepResult::Ran;
 }
 

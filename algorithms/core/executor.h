@@ -96,8 +96,10 @@ class PlanExecutor {
 
  private:
   enum class StepResult { Ran, NotReady, Failed };
-  // Records that a slot tagged `tag` from `peer` was consumed.
-  void received(int peer, const SlotTag& tag) {
+  // Hands `peer`'s slot, tagged `tag`, back to its sender, and remembers the
+  // tag for describeWait().
+  void consume(RecvConnector* recv, int peer, const SlotTag& tag) {
+    recv->release();
     if (static_cast<size_t>(peer) >= lastFrom_.size()) lastFrom_.resize(peer + 1, SlotTag{0, 0});
     lastFrom_[peer] = tag;
   }

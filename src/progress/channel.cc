@@ -137,17 +137,12 @@ bool Channel::runNow(const ChannelPlan& plan, const OpContext& ctx, FailureSink&
       comm.fail(error);
       continue;
     }
-    if (a == Advance::Blocked) {
-      noteBlocked(comm, plan, cursor, ctx);
-    } else {
-      blockedPolls_ = 0;
-      blockedSince_ = 0;
-    }
+    if (a == Advance::Blocked) noteBlocked(comm, plan, cursor, ctx);
+    else noteProgress();
     wait.afterPoll(a == Advance::Progressed);
   }
   // The deadline bookkeeping is the next operation's, from scratch.
-  blockedPolls_ = 0;
-  blockedSince_ = 0;
+  noteProgress();
   busy_.clear(std::memory_order_release);
   return true;
 }
@@ -178,8 +173,7 @@ bool Channel::drive(FailureSink& comm, SleepSet* sleep) {
       break;
     }
     progressed = true;
-    blockedPolls_ = 0;
-    blockedSince_ = 0;
+    noteProgress();
     if (a == Advance::Failed) {
       comm.fail(error);
       continue;

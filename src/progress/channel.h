@@ -88,6 +88,11 @@ class Channel {
   void retireHead();
   bool runAhead(FailureSink& comm);
   void noteBlocked(FailureSink& comm, const ChannelPlan& plan, size_t cursor, const OpContext& ctx);
+  // Something moved: the deadline counts from the next block on.
+  void noteProgress() {
+    blockedPolls_ = 0;
+    blockedSince_ = 0;
+  }
 
   std::atomic_flag busy_ = ATOMIC_FLAG_INIT;
   ChannelOp ops_[kDepth];
