@@ -13,7 +13,7 @@ def sh(cmd, check=True):
 
 
 class Hosts:
-    def __init__(self, count=2, tag="strcn"):
+    def __init__(self, count=2, tag="strcn", rate=None):
         tag = "%s%d" % (tag, os.getpid())
         self.sw = tag + "sw"
         self.ns = [tag + "h%d" % h for h in range(count)]
@@ -28,9 +28,17 @@ class Hosts:
                    "ip -n {sw} link set p{h} master br0 && ip -n {sw} link set p{h} up && "
                    "ip -n {ns} addr add {a}/24 dev {dev} && ip -n {ns} link set {dev} up"
                    .format(ns=self.ns[h], dev=self.dev[h], sw=self.sw, h=h, a=self.addr[h]))
+            if rate:
+                self.cap(rate)
         except Exception:
             self.close()
             raise
+
+    def cap(self, rate):
+        """Caps what each host sends at `rate` (tc's syntax, e.g. 10gbit) with a token bucket."""
+        for h in range(len(self.ns)):
+            sh("ip netns exec %s tc qdisc replace dev %s root tbf rate %s burst 4mb latency 50ms"
+               % (self.ns[h], self.dev[h], rate))
 
     def close(self):
         for ns in self.ns + [self.sw]:
