@@ -160,16 +160,21 @@ Status Comm::choose(const CollCall& call, PlanChoice* choice) const {
 Status Comm::prepare(const CollCall& call, PlanChoice* choice, OpContext* ctx) {
   const size_t elemSize = strata_datatype_size(call.datatype);
   const bool inPlace = call.sendbuf == call.recvbuf;
-  if (planKept_ && call.coll == Coll::Allreduce && kept_.count == call.count && kept_.elemSize == elemSize &&
-      kept_.inPlace == inPlace) {
+  if (planKept_ && call.coll == Coll::Allreduce && kept_.count == call.count && kept_.datatype == call.datatype &&
+      kept_.op == call.op && kept_.inPlace == inPlace) {
+    // The same allreduce again: only the buffers and the sequence number change.
     *choice = kept_.choice;
-  } else {
-    planKept_ = false;
-    PlanShape shape = shape_;
-    shape.elemSize = elemSize;
-    STRATA_CHECK(planner_.plan(call, shape, tuning_, plans_, choice));
-    kept_ = {call.count, elemSize, inPlace, *choice};
+    *ctx = kept_.ctx;
+    ctx->input = static_cast<const char*>(call.sendbuf);
+    ctx->output = static_cast<char*>(call.recvbuf);
+    ctx->tag.seq = ++seq_;
+    traceStart(*choice, *ctx);
+    return Status::ok();
   }
+  planKept_ = false;
+  PlanShape shape = shape_;
+  shape.elemSize = elemSize;
+  STRATA_CHECK(planner_.plan(call, shape, tuning_, plans_, choice));
 
   *ctx = OpContext{};
   ctx->input = static_cast<const char*>(call.sendbuf);
@@ -190,9 +195,14 @@ Status Comm::prepare(const CollCall& call, PlanChoice* choice, OpContext* ctx) {
     ctx->input = reinterpret_cast<const char*>(&kZero);
     ctx->output = reinterpret_cast<char*>(&barrierBytes_[seq_ % barrierBytes_.size()]);
   }
-  STRATA_TRACE(COLL, "%s #%llu: %s on %d channel(s)", OpDesc::unpack(ctx->tag.desc).describe().c_str(),
-               (unsigned long long)ctx->tag.seq, choice->algo, choice->nchannels);
+  kept_ = {call.count, call.datatype, call.op, inPlace, *choice, *ctx};
+  traceStart(*choice, *ctx);
   return Status::ok();
+}
+
+void Comm::traceStart(const PlanChoice& choice, const OpContext& ctx) const {
+  STRATA_TRACE(COLL, "%s #%llu: %s on %d channel(s)", OpDesc::unpack(ctx.tag.desc).describe().c_str(),
+               (unsigned long long)ctx.tag.seq, choice.algo, choice.nchannels);
 }
 
 Status Comm::submit(const CollCall& call, bool callerWaits, Request* request) {

@@ -84,6 +84,7 @@ class Comm final : public FailureSink {
   // Plans `call` into plans_ (or keeps the ones there, see kept_) and fills
   // its context, with the next sequence number.
   Status prepare(const CollCall& call, PlanChoice* choice, OpContext* ctx);
+  void traceStart(const PlanChoice& choice, const OpContext& ctx) const;
   // Puts the per-channel plans in plans_[0..nch) on the channels' queues.
   void enqueue(const OpContext& ctx, int nch, bool callerWaits, Request* request,
                uint64_t p2pKey = 0);
@@ -115,12 +116,15 @@ class Comm final : public FailureSink {
   std::vector<ChannelPlan> plans_;  // scratch for building, capacity reused
   // The allreduce whose plans were built last, and whether they are still in
   // plans_ (an operation run at once leaves them there; a queued one takes
-  // them): the same call again reuses them instead of building them anew.
+  // them): the same call again reuses them and its context instead of
+  // building them anew.
   struct PlannedAllreduce {
     uint64_t count;
-    size_t elemSize;
+    strata_datatype_t datatype;
+    strata_op_t op;
     bool inPlace;
     PlanChoice choice;
+    OpContext ctx;  // its context, but for buffers and sequence number
   };
   bool planKept_ = false;
   PlannedAllreduce kept_{};

@@ -7,6 +7,8 @@
 #include "log.h"
 
 namespace strata {
+
+const std::string Status::kNoMessage;
 namespace {
 
 std::string vformat(const char* fmt, va_list ap) {

@@ -4,6 +4,7 @@
 // unchanged with STRATA_CHECK.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -14,19 +15,30 @@ namespace strata {
 class Status {
  public:
   Status() = default;
+  Status(const Status& other) : code_(other.code_), message_(other.message_ ? new std::string(*other.message_) : nullptr) {}
+  Status(Status&&) noexcept = default;
+  Status& operator=(const Status& other) {
+    if (this != &other) *this = Status(other);
+    return *this;
+  }
+  Status& operator=(Status&&) noexcept = default;
   static Status ok() { return Status(); }
 
   bool isOk() const { return code_ == STRATA_SUCCESS; }
   strata_result_t code() const { return code_; }
-  const std::string& message() const { return message_; }
+  const std::string& message() const { return message_ ? *message_ : kNoMessage; }
 
  private:
   friend Status makeError(strata_result_t, const char*, int, const char*, ...);
   friend Status makeErrorQuiet(strata_result_t, const char*, ...);
-  Status(strata_result_t code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(strata_result_t code, std::string message)
+      : code_(code), message_(new std::string(std::move(message))) {}
 
+  static const std::string kNoMessage;
   strata_result_t code_ = STRATA_SUCCESS;
-  std::string message_;
+  // Held by pointer so that a success, which every call on the fast path
+  // builds and drops several times, is two words and no string.
+  std::unique_ptr<std::string> message_;
 };
 
 // Builds an error and logs it at WARN with file:line. Prefer the macros below.
