@@ -221,9 +221,7 @@ Status Comm::run(const CollCall& call, Request* request) {
   Status outcome;
   if (choice.nchannels == 1 && channels_[0].runNow(plans_[0], ctx, *this, spins_, &outcome)) {
     planKept_ = call.coll == Coll::Allreduce;
-    request->start(1);
-    if (outcome.isOk()) request->channelDone();
-    else request->channelFailed(outcome);
+    request->finishedAlone(outcome);
     return Status::ok();
   }
   planKept_ = false;
@@ -314,6 +312,7 @@ void Comm::enqueue(const OpContext& ctx, int nch, bool callerWaits, Request* req
 }
 
 Status Comm::wait(Request& request) {
+  if (request.done()) return request.status();
   WaitPolicy wait(spins_);
   SleepSet sleep;
   // Without sockets there is nothing to sleep on: skip the bookkeeping on

@@ -27,6 +27,13 @@ class Request {
   std::vector<Message> messages;
 
   void channelDone() { pending_.fetch_sub(1, std::memory_order_acq_rel); }
+  // Completes a request no other thread has seen yet (an operation its
+  // caller ran at once): plain stores, no read-modify-write.
+  void finishedAlone(const Status& outcome) {
+    failed_.store(!outcome.isOk(), std::memory_order_relaxed);
+    status_ = outcome;
+    pending_.store(0, std::memory_order_release);
+  }
   void channelFailed(const Status& why) {
     if (!failed_.exchange(true, std::memory_order_acq_rel)) status_ = why;
     channelDone();
