@@ -12,6 +12,14 @@
 #include "params.h"
 
 namespace strata::log {
+
+namespace detail {
+std::atomic<int> gLevel{-1};
+std::atomic<uint32_t> gMask{0};
+}  // namespace detail
+using detail::gLevel;
+using detail::gMask;
+
 namespace {
 
 struct SubsysName {
@@ -22,8 +30,6 @@ constexpr SubsysName kNames[] = {{INIT, "INIT"}, {BOOT, "BOOT"},   {TOPO, "TOPO"
                                  {SHM, "SHM"},   {NET, "NET"},     {ALGO, "ALGO"},
                                  {PROGRESS, "PROGRESS"}, {COLL, "COLL"}};
 
-std::atomic<int> gLevel{-1};  // -1: not read yet
-std::atomic<uint32_t> gMask{0};
 std::mutex gMutex;  // serialises lines and the file handle
 FILE* gOut = nullptr;
 char gHost[64] = "";
@@ -90,10 +96,9 @@ void reload() {
   gLevel.store(static_cast<int>(parseLevel(params::debug())), std::memory_order_release);
 }
 
-bool enabled(Level level, Subsys subsys) {
+int detail::readLevel() {
   ensureRead();
-  return static_cast<int>(level) <= gLevel.load(std::memory_order_relaxed) &&
-         (gMask.load(std::memory_order_relaxed) & subsys);
+  return gLevel.load(std::memory_order_acquire);
 }
 
 void setThreadRank(int rank) { tRank = rank; }

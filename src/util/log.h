@@ -4,6 +4,7 @@
 //   host:pid:rank [SUBSYS] LEVEL file.cc:42 message
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace strata::log {
@@ -21,8 +22,18 @@ enum Subsys : uint32_t {
   COLL = 1u << 7,
 };
 
-// Cheap enough for hot paths: two relaxed loads.
-bool enabled(Level level, Subsys subsys);
+namespace detail {
+extern std::atomic<int> gLevel;  // -1 until STRATA_DEBUG has been read
+extern std::atomic<uint32_t> gMask;
+int readLevel();  // reads STRATA_DEBUG* the first time, returns the level
+}  // namespace detail
+
+// Inline, for hot paths: two loads and a compare when logging is off.
+inline bool enabled(Level level, Subsys subsys) {
+  int current = detail::gLevel.load(std::memory_order_acquire);
+  if (current < 0) current = detail::readLevel();
+  return static_cast<int>(level) <= current && (detail::gMask.load(std::memory_order_relaxed) & subsys);
+}
 
 void write(Level level, Subsys subsys, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
