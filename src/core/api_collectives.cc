@@ -34,10 +34,12 @@ Status checkOp(strata_op_t op) {
   return Status::ok();
 }
 
-// `count` elements, `blocks` times over (the whole buffer), must be
-// addressable and fit a slot tag. The datatype is valid.
+// `count` elements, `blocks` times over (the whole buffer), must fit a slot
+// tag, which also keeps their bytes addressable: no datatype is wider than 8
+// bytes. The datatype is valid.
+static_assert(OpDesc::kMaxCount <= SIZE_MAX / 8, "a tag's count in bytes must fit size_t");
 Status checkCount(const char* name, size_t count, uint64_t blocks, strata_datatype_t datatype) {
-  const uint64_t limit = std::min<uint64_t>(OpDesc::kMaxCount, SIZE_MAX / strata_datatype_size(datatype)) / blocks;
+  const uint64_t limit = OpDesc::kMaxCount / blocks;
   if (count > limit)
     return STRATA_INVALID_ARG("%s=%zu is too large (at most %llu elements of %s%s)", name, count,
                               (unsigned long long)limit, datatypeName(datatype),
