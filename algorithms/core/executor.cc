@@ -142,14 +142,16 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
     return StepResult::Ran;
   }
   void* slotOut = nullptr;
+  bool streamSlot = false;
   if (send) {
     slotOut = send->acquire(bytes);
     if (!slotOut) return StepResult::NotReady;
+    streamSlot = ctx.streamSlots && !send->needsProgress();
   }
 
   switch (step.prim) {
     case Prim::Send:
-      std::memcpy(slotOut, in, bytes);
+      reduce::copy(slotOut, in, bytes, streamSlot);
       break;
     case Prim::CopySend:
       // The output from the slot just written (in cache), not from in again.
@@ -171,7 +173,7 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
       reduce::copy(out, slotOut, bytes, ctx.streamingOutput);
       break;
     case Prim::RecvCopySend:
-      std::memcpy(slotOut, slotIn, bytes);
+      reduce::copy(slotOut, slotIn, bytes, streamSlot);
       reduce::copy(out, slotIn, bytes, ctx.streamingOutput);
       break;
     case Prim::RecvReduceCopy:

@@ -56,6 +56,10 @@ struct OpContext {
   SlotTag tag;                // expected on every received slot
   reduce::ReduceFn reduceFn;  // into slots and scratch: regular stores
   bool streamingOutput;       // write the output with non-temporal stores
+  // Copies into the slots of memory transports use non-temporal stores too
+  // (the receiver then reads memory, not this core's cache: see
+  // src/core/slot_store_choice.h).
+  bool streamSlots = false;
   // The plan never writes memory it has sent from before the operation
   // completes, so connectors that can send from the caller's memory may
   // (SendConnector::publishFrom) instead of copying into a slot.

@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "clock.h"
 #include "describe.h"
 #include "log.h"
 #include "op_desc.h"
@@ -209,6 +210,7 @@ Status Comm::submit(const CollCall& call, bool callerWaits, Request* request) {
   PlanChoice choice;
   OpContext ctx;
   STRATA_CHECK(prepare(call, &choice, &ctx));
+  if (call.coll == Coll::Allreduce && ctx.streamingOutput) ctx.streamSlots = slotStores_.best();
   planKept_ = false;  // the queue takes the plans
   enqueue(ctx, choice.nchannels, callerWaits, request);
   return Status::ok();
@@ -218,6 +220,11 @@ Status Comm::run(const CollCall& call, Request* request) {
   PlanChoice choice;
   OpContext ctx;
   STRATA_CHECK(prepare(call, &choice, &ctx));
+  request->timing = {};
+  if (call.coll == Coll::Allreduce && ctx.streamingOutput) {
+    ctx.streamSlots = slotStores_.next();
+    request->timing = {nowSeconds(), call.count * ctx.elemSize, ctx.streamSlots};
+  }
   Status outcome;
   if (choice.nchannels == 1 && channels_[0].runNow(plans_[0], ctx, *this, spins_, &outcome)) {
     planKept_ = call.coll == Coll::Allreduce;
@@ -312,7 +319,13 @@ void Comm::enqueue(const OpContext& ctx, int nch, bool callerWaits, Request* req
 }
 
 Status Comm::wait(Request& request) {
-  if (request.done()) return request.status();
+  if (!request.done()) driveUntilDone(request);
+  const Request::Timing& t = request.timing;
+  if (t.bytes > 0 && request.status().isOk()) slotStores_.record(t.streamed, t.bytes, nowSeconds() - t.start);
+  return request.status();
+}
+
+void Comm::driveUntilDone(Request& request) {
   WaitPolicy wait(spins_);
   SleepSet sleep;
   // Without sockets there is nothing to sleep on: skip the bookkeeping on
@@ -336,7 +349,6 @@ Status Comm::wait(Request& request) {
     }
     wait.afterPoll(progressed);
   }
-  return request.status();
 }
 
 bool Comm::test(Request& request) {

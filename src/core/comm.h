@@ -14,6 +14,7 @@
 #include "channel.h"
 #include "planner.h"
 #include "progress_threads.h"
+#include "slot_store_choice.h"
 #include "transport.h"
 
 namespace strata {
@@ -84,6 +85,7 @@ class Comm final : public FailureSink {
   // Plans `call` into plans_ (or keeps the ones there, see kept_) and fills
   // its context, with the next sequence number.
   Status prepare(const CollCall& call, PlanChoice* choice, OpContext* ctx);
+  void driveUntilDone(Request& request);
   void traceStart(const PlanChoice& choice, const OpContext& ctx) const;
   // Puts the per-channel plans in plans_[0..nch) on the channels' queues.
   void enqueue(const OpContext& ctx, int nch, bool callerWaits, Request* request,
@@ -128,6 +130,7 @@ class Comm final : public FailureSink {
   };
   bool planKept_ = false;
   PlannedAllreduce kept_{};
+  SlotStoreChoice slotStores_;  // how large allreduces write shared-memory slots
   std::unique_ptr<ProgressThreads> threads_;
 
   std::atomic<bool> failed_{false};
