@@ -9,7 +9,7 @@ bool SlotStoreChoice::next() {
 }
 
 bool SlotStoreChoice::best() const {
-  return secondsPerByte_[1] > 0 && secondsPerByte_[1] < secondsPerByte_[0];
+  return secondsPerByte_[1] > 0 && secondsPerByte_[1] * kMargin < secondsPerByte_[0];
 }
 
 void SlotStoreChoice::record(bool streamed, uint64_t bytes, double seconds) {

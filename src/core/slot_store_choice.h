@@ -28,11 +28,16 @@ class SlotStoreChoice {
   void record(bool streamed, uint64_t bytes, double seconds);
 
  private:
-  static constexpr uint64_t kExplore = 16;
+  static constexpr uint64_t kExplore = 32;
   // The first operations alternate, so that each way is measured twice
   // before one is picked (the first operation on a buffer also pays for
   // touching its pages).
   static constexpr uint64_t kAlternate = 4;
+  // Streaming must be this much faster to be kept: where the cores are far
+  // apart it is 3-4x faster, and when they are close, one operation's time
+  // varies by more than the small difference there is (more so with more
+  // ranks than cores).
+  static constexpr double kMargin = 1.25;
   // Seconds per byte of each way's last operation (0: none yet).
   double secondsPerByte_[2] = {0, 0};
   uint64_t ops_ = 0;

@@ -32,16 +32,20 @@ TEST(SlotStoreChoice, MeasuresBothWaysThenKeepsTheFasterAndLooksAgain) {
   }
   EXPECT_EQ(first, (std::vector<bool>{false, true, false, true}));
   EXPECT_FALSE(c.best());  // regular is faster: cores close together
-  // From then on regular, but for one streamed operation in every 16.
-  EXPECT_EQ(run(c, 64, 0.002, 0.003), 4);
+  // From then on regular, but for one streamed operation in every 32.
+  EXPECT_EQ(run(c, 64, 0.002, 0.003), 2);
   // The cores move apart: cache to cache collapses, streaming wins at once
   // (the next regular operation is measured slow) and stays.
-  EXPECT_GE(run(c, 64, 0.008, 0.003), 59);
+  EXPECT_GE(run(c, 64, 0.008, 0.003), 61);
   EXPECT_TRUE(c.best());
-  // Back together: the next look at regular (within 16 operations) brings it back.
-  run(c, 16, 0.002, 0.003);
+  // Back together: the next look at regular (within 32 operations) brings it back.
+  run(c, 32, 0.002, 0.003);
   EXPECT_FALSE(c.best());
-  EXPECT_LE(run(c, 64, 0.002, 0.003), 4);
+  EXPECT_LE(run(c, 64, 0.002, 0.003), 2);
+  // Streaming only a little faster (less than 1.25x) is not worth leaving
+  // regular stores for: one measurement's noise is larger.
+  EXPECT_LE(run(c, 64, 0.0022, 0.002), 2);
+  EXPECT_FALSE(c.best());
 }
 
 TEST(SlotStoreChoice, IgnoresEmptyMeasurements) {
