@@ -5,6 +5,7 @@ Each host is a namespace joined by a veth pair to a bridge in one more
 namespace; addresses exist only inside them, and close() removes them all.
 """
 import os
+import shlex
 import subprocess
 
 
@@ -38,7 +39,7 @@ class Hosts:
         """Caps what each host sends at `rate` (tc's syntax, e.g. 10gbit) with a token bucket."""
         for h in range(len(self.ns)):
             sh("ip netns exec %s tc qdisc replace dev %s root tbf rate %s burst 4mb latency 50ms"
-               % (self.ns[h], self.dev[h], rate))
+               % (self.ns[h], self.dev[h], shlex.quote(rate)))
 
     def close(self):
         for ns in self.ns + [self.sw]:

@@ -42,8 +42,8 @@ __attribute__((noinline, cold)) void mismatch(const SlotTag& got, size_t gotByte
   }
 }
 
-inline bool checkSlot(const SlotTag& got, size_t gotBytes, size_t wantBytes, int peer, const SlotTag& want,
-                      const OpContext& ctx, Status* error) {
+bool checkSlot(const SlotTag& got, size_t gotBytes, size_t wantBytes, int peer, const SlotTag& want,
+               const OpContext& ctx, Status* error) {
   if (__builtin_expect(got.seq == want.seq && got.desc == want.desc && gotBytes == wantBytes, 1)) return true;
   mismatch(got, gotBytes, wantBytes, peer, want, ctx, error);
   return false;

@@ -148,13 +148,15 @@ double hierUs(const View& v, double bytes) {
   const int local = v.mostPerNode();
   // Each local rank runs its own ring over the nodes on 1/local of the
   // buffer, over its own connections, all crossing at once (roundCrossers).
-  // The buffer goes slice by slice (a slot per local rank), and a rank's
-  // sends run ahead of its receives, so the node's memory phases of one slice
-  // overlap the network phase of another: the slower level sets the pace,
-  // and the faster one shows only while the pipeline fills and drains
-  // (measured between namespaces with tbf-capped links, where the network
-  // is the bottleneck: 0.90 of the network's bound, halving-doubling, whose
-  // rounds do not overlap, 0.74).
+  // The buffer goes slice by slice (a slot per local rank). Within a slice
+  // each phase waits for the one before, as halving-doubling's rounds do
+  // (kExchangeEfficiency), but a rank's sends run ahead of its receives, so
+  // the node's memory phases of one slice overlap the network phase of
+  // another: the slower level sets the pace, and the faster one shows only
+  // while the pipeline fills and drains. Measured between namespaces whose
+  // links tc tbf caps at 8 Gbit/s, where 2 nodes x 2 ranks can reach at
+  // most 1.5x the line rate in busbw (each node sends the buffer across
+  // once): hier 0.90 of that, halving-doubling 0.74.
   const double shmUs = 2 * (local - 1) * (bytes / local) / (v.m.shm.gbps * 1e3);
   const double netUs = 2 * (nodes - 1) * (bytes / local / nodes) / (v.m.net.gbps * 1e3);
   const double slice = static_cast<double>(v.s.slotBytes) * local;

@@ -21,8 +21,9 @@ namespace strata::reduce {
 enum class Isa { Portable = 0, Avx2 = 1, Avx512 = 2 };
 
 // dst[i] = a[i] op b[i] for i < count. dst may equal a or b (not partially
-// overlap). Algorithms reduce into cache-hot slots and stream only the final
-// copy to the output (copy() below), so kernels use regular stores.
+// overlap). Algorithms reduce into cache-hot slots and stream only copies
+// (copy() below: to the output, and plain copies into slots when that is
+// faster, see src/core/slot_store_choice.h), so kernels use regular stores.
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);
 
 // The kernel for (datatype, op) in the given instruction set; never null for

@@ -159,7 +159,6 @@ Status Comm::choose(const CollCall& call, PlanChoice* choice) const {
 }
 
 Status Comm::prepare(const CollCall& call, PlanChoice* choice, OpContext* ctx) {
-  const size_t elemSize = strata_datatype_size(call.datatype);
   const bool inPlace = call.sendbuf == call.recvbuf;
   if (planKept_ && call.coll == Coll::Allreduce && kept_.count == call.count && kept_.datatype == call.datatype &&
       kept_.op == call.op && kept_.inPlace == inPlace) {
@@ -173,6 +172,7 @@ Status Comm::prepare(const CollCall& call, PlanChoice* choice, OpContext* ctx) {
     return Status::ok();
   }
   planKept_ = false;
+  const size_t elemSize = strata_datatype_size(call.datatype);
   PlanShape shape = shape_;
   shape.elemSize = elemSize;
   STRATA_CHECK(planner_.plan(call, shape, tuning_, plans_, choice));
@@ -196,7 +196,7 @@ Status Comm::prepare(const CollCall& call, PlanChoice* choice, OpContext* ctx) {
     ctx->input = reinterpret_cast<const char*>(&kZero);
     ctx->output = reinterpret_cast<char*>(&barrierBytes_[seq_ % barrierBytes_.size()]);
   }
-  kept_ = {call.count, call.datatype, call.op, inPlace, *choice, *ctx};
+  if (call.coll == Coll::Allreduce) kept_ = {call.count, call.datatype, call.op, inPlace, *choice, *ctx};
   traceStart(*choice, *ctx);
   return Status::ok();
 }
@@ -210,7 +210,8 @@ Status Comm::submit(const CollCall& call, bool callerWaits, Request* request) {
   PlanChoice choice;
   OpContext ctx;
   STRATA_CHECK(prepare(call, &choice, &ctx));
-  if (call.coll == Coll::Allreduce && ctx.streamingOutput) ctx.streamSlots = slotStores_.best();
+  request->timing = {};
+  if (SlotStoreChoice* stores = slotStoresFor(call, ctx)) ctx.streamSlots = stores->best();
   planKept_ = false;  // the queue takes the plans
   enqueue(ctx, choice.nchannels, callerWaits, request);
   return Status::ok();
@@ -221,8 +222,8 @@ Status Comm::run(const CollCall& call, Request* request) {
   OpContext ctx;
   STRATA_CHECK(prepare(call, &choice, &ctx));
   request->timing = {};
-  if (call.coll == Coll::Allreduce && ctx.streamingOutput) {
-    ctx.streamSlots = slotStores_.next();
+  if (SlotStoreChoice* stores = slotStoresFor(call, ctx)) {
+    ctx.streamSlots = stores->next();
     request->timing = {nowSeconds(), call.count * ctx.elemSize, ctx.streamSlots};
   }
   Status outcome;
@@ -321,8 +322,14 @@ void Comm::enqueue(const OpContext& ctx, int nch, bool callerWaits, Request* req
 Status Comm::wait(Request& request) {
   if (!request.done()) driveUntilDone(request);
   const Request::Timing& t = request.timing;
-  if (t.bytes > 0 && request.status().isOk()) slotStores_.record(t.streamed, t.bytes, nowSeconds() - t.start);
+  if (t.bytes > 0 && request.status().isOk())
+    slotStores_[sizeBucket(t.bytes)].record(t.streamed, t.bytes, nowSeconds() - t.start);
   return request.status();
+}
+
+SlotStoreChoice* Comm::slotStoresFor(const CollCall& call, const OpContext& ctx) {
+  if (call.coll != Coll::Allreduce || !ctx.streamingOutput) return nullptr;
+  return &slotStores_[sizeBucket(call.count * ctx.elemSize)];
 }
 
 void Comm::driveUntilDone(Request& request) {

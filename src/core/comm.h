@@ -57,7 +57,9 @@ class Comm final : public FailureSink {
   // The algorithm and channels `call` would run with.
   Status choose(const CollCall& call, PlanChoice* choice) const;
 
-  // Drives every channel until the request is done; returns its status.
+  // Drives every channel until the request is done; returns its status. A
+  // blocking call's request (run() above, waited by the thread that issued
+  // it) also reports its time to the slot-store choice.
   Status wait(Request& request);
   // Drives every channel once; true if the request is done.
   bool test(Request& request);
@@ -86,6 +88,10 @@ class Comm final : public FailureSink {
   // its context, with the next sequence number.
   Status prepare(const CollCall& call, PlanChoice* choice, OpContext* ctx);
   void driveUntilDone(Request& request);
+  // The slot-store choice for an allreduce of this size, or null when its
+  // slots are not candidates for streaming (below STRATA_NT_BYTES).
+  SlotStoreChoice* slotStoresFor(const CollCall& call, const OpContext& ctx);
+  static int sizeBucket(uint64_t bytes) { return 63 - __builtin_clzll(bytes | 1); }
   void traceStart(const PlanChoice& choice, const OpContext& ctx) const;
   // Puts the per-channel plans in plans_[0..nch) on the channels' queues.
   void enqueue(const OpContext& ctx, int nch, bool callerWaits, Request* request,
@@ -130,7 +136,9 @@ class Comm final : public FailureSink {
   };
   bool planKept_ = false;
   PlannedAllreduce kept_{};
-  SlotStoreChoice slotStores_;  // how large allreduces write shared-memory slots
+  // How large allreduces write shared-memory slots, per power-of-two size
+  // (time per byte differs between sizes that fit a cache and those that do not).
+  std::array<SlotStoreChoice, 64> slotStores_;
   std::unique_ptr<ProgressThreads> threads_;
 
   std::atomic<bool> failed_{false};

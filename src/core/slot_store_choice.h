@@ -4,13 +4,16 @@
 // pulls it from there, line by line; with non-temporal stores it goes to
 // memory and the receiver reads it from DRAM. Which is faster depends on how
 // far apart the two cores are: close (one core complex), cache to cache wins
-// (2 ranks, 16 MiB: 7.3-8.7 GB/s busbw against 5.1-5.8); far (another
-// socket, or a VM whose vCPUs the host has placed apart) it collapses and
-// memory wins (1.9 against 5.7 GB/s). A VM's placement changes while a job
-// runs, so each rank times its own large blocking allreduces both ways and
-// uses the faster, trying the other again every kExplore operations. The
-// choice is a rank's own: the receiver reads a slot the same way whichever
-// stores filled it.
+// (2 ranks, 16 MiB: 7.3-8.7 GB/s busbw with regular stores, 5.1-5.8 with
+// streaming ones); far (another socket, or a VM whose vCPUs the host has
+// placed apart) it collapses and memory wins (1.3-2.1 against 5.7-8.9). A
+// VM's placement changes while a job runs, so each rank times its own large
+// blocking allreduces both ways and uses the faster, trying the other again
+// every kExplore operations. The choice is a rank's own: the receiver reads
+// a slot the same way whichever stores filled it. Its measurements are not:
+// an operation's time also depends on the peers' stores and on when they
+// arrived, hence the margin below, and the communicator keeps one choice
+// per power-of-two size.
 #pragma once
 
 #include <cstdint>

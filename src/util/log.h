@@ -28,7 +28,7 @@ extern std::atomic<uint32_t> gMask;
 int readLevel();  // reads STRATA_DEBUG* the first time, returns the level
 }  // namespace detail
 
-// Inline, for hot paths: two loads and a compare when logging is off.
+// Inline, for hot paths: a load and a compare when the level is off.
 inline bool enabled(Level level, Subsys subsys) {
   int current = detail::gLevel.load(std::memory_order_acquire);
   if (current < 0) current = detail::readLevel();

@@ -8,7 +8,10 @@
 
 namespace strata {
 
-const std::string Status::kNoMessage;
+const std::string& Status::noMessage() {
+  static const std::string empty;  // a function's static: usable at any time of start-up or exit
+  return empty;
+}
 namespace {
 
 std::string vformat(const char* fmt, va_list ap) {

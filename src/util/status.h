@@ -15,7 +15,8 @@ namespace strata {
 class Status {
  public:
   Status() = default;
-  Status(const Status& other) : code_(other.code_), message_(other.message_ ? new std::string(*other.message_) : nullptr) {}
+  Status(const Status& other)
+      : code_(other.code_), message_(other.message_ ? std::make_unique<std::string>(*other.message_) : nullptr) {}
   Status(Status&&) noexcept = default;
   Status& operator=(const Status& other) {
     if (this != &other) *this = Status(other);
@@ -26,7 +27,7 @@ class Status {
 
   bool isOk() const { return code_ == STRATA_SUCCESS; }
   strata_result_t code() const { return code_; }
-  const std::string& message() const { return message_ ? *message_ : kNoMessage; }
+  const std::string& message() const { return message_ ? *message_ : noMessage(); }
 
  private:
   friend Status makeError(strata_result_t, const char*, int, const char*, ...);
@@ -34,7 +35,7 @@ class Status {
   Status(strata_result_t code, std::string message)
       : code_(code), message_(new std::string(std::move(message))) {}
 
-  static const std::string kNoMessage;
+  static const std::string& noMessage();
   strata_result_t code_ = STRATA_SUCCESS;
   // Held by pointer so that a success, which every call on the fast path
   // builds and drops several times, is two words and no string.

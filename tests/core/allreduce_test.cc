@@ -60,6 +60,39 @@ void sweep(int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
   rep.ok(strata_comm_destroy(comm), nullptr, "strata_comm_destroy");
 }
 
+// The same count again with another op, another datatype of the same width,
+// in place, after a barrier: a repeated allreduce reuses its plan and
+// context, and none of these may run with the previous call's.
+TEST(Allreduce, RepeatedCountWithAnotherOpOrTypeUsesItsOwn) {
+  auto outcomes = runRanks(2, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm;
+    if (!rep.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+    const size_t count = 1000;
+    const struct {
+      strata_datatype_t dt;
+      strata_op_t op;
+      bool inPlace;
+      bool barrierFirst;
+    } calls[] = {{STRATA_FLOAT32, STRATA_SUM, false, false}, {STRATA_FLOAT32, STRATA_MAX, false, false},
+                 {STRATA_INT32, STRATA_MAX, false, false},   {STRATA_INT32, STRATA_MAX, true, false},
+                 {STRATA_INT32, STRATA_MIN, true, true},     {STRATA_FLOAT32, STRATA_SUM, false, false}};
+    std::vector<char> input, output, want;
+    for (const auto& c : calls) {
+      if (c.barrierFirst && !rep.ok(strata_barrier(comm), comm, "barrier")) return;
+      expectedBuffer(want, nranks, count, c.op, c.dt);
+      input.assign(count * 4, 0);
+      output.assign(count * 4, 0);
+      for (size_t i = 0; i < count; ++i) store(input.data(), i, inputValue(rank, i, c.op, c.dt), c.dt);
+      char* out = c.inPlace ? input.data() : output.data();
+      if (!rep.ok(strata_allreduce(input.data(), out, count, c.dt, c.op, comm), comm, "allreduce")) return;
+      if (std::memcmp(out, want.data(), count * 4) != 0)
+        rep.fail("datatype %d op %d%s: differs from the reference", c.dt, c.op, c.inPlace ? " in place" : "");
+    }
+    strata_comm_destroy(comm);
+  });
+  expectAllPassed(outcomes);
+}
+
 class AllreduceSweep : public ::testing::TestWithParam<int> {};
 
 TEST_P(AllreduceSweep, EveryTypeOpAndCountMatchesReferenceOnEveryRank) {

@@ -2,6 +2,8 @@
 // machine whose cores move apart and back would give.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "slot_store_choice.h"
 
 namespace strata {
