@@ -50,9 +50,16 @@ struct View {
     for (const auto& node : s.layout->hierarchy.nodes) most = std::max(most, static_cast<int>(node.ranks.size()));
     return most;
   }
-  // The slowest link any pair at distance `bit` in the virtual order uses.
-  const LinkCost& roundLink(const Fold& f, int bit) const {
-    return roundCrossers(f, bit) > 0 ? m.net : m.shm;
+  // One round of pairwise exchanges at distance `bit` in the virtual order:
+  // the slowest link a pair uses, and the round's latency.
+  struct Round {
+    const LinkCost& link;
+    double latencyUs;
+  };
+  Round round(const Fold& f, int bit) const {
+    const int crossers = roundCrossers(f, bit);
+    if (crossers == 0) return {m.shm, m.shm.latencyUs};
+    return {m.net, crossers * m.net.latencyUs};
   }
   // The most ranks of one node whose partner at distance `bit` is on another
   // node: they cross at once, and a crossing's latency is mostly work on the
@@ -68,11 +75,6 @@ struct View {
         most = std::max(most, ++perNode[s.layout->hierarchy.nodeOf[s.rankAt(pos)]]);
     }
     return most;
-  }
-  // The latency of one round of pairwise exchanges at distance `bit`.
-  double roundLatencyUs(const Fold& f, int bit) const {
-    const int crossers = roundCrossers(f, bit);
-    return crossers == 0 ? m.shm.latencyUs : crossers * m.net.latencyUs;
   }
   // Folding `bytes` into a buffer: memory-bound, at shared-memory speed.
   double reduceUs(double bytes) const { return bytes / (m.shm.gbps * 1e3); }
@@ -111,8 +113,10 @@ double oneshotUs(const View& v, double bytes) {
 double rdUs(const View& v, double bytes) {
   const Fold f = Fold::of(v.s.nranks, 0);
   double t = v.foldUs(f, bytes);
-  for (int bit = 1; bit < f.p; bit *= 2)
-    t += v.roundLatencyUs(f, bit) + bytes / (v.roundLink(f, bit).gbps * 1e3) + v.reduceUs(bytes);
+  for (int bit = 1; bit < f.p; bit *= 2) {
+    const View::Round r = v.round(f, bit);
+    t += r.latencyUs + bytes / (r.link.gbps * 1e3) + v.reduceUs(bytes);
+  }
   return t;
 }
 
@@ -123,8 +127,8 @@ double hdUs(const View& v, double bytes) {
   const double efficiency = f.p > 2 ? kExchangeEfficiency : 1.0;
   for (int bit = 1; bit < f.p; bit *= 2) {
     part /= 2;
-    const LinkCost& l = v.roundLink(f, bit);
-    t += 2 * (v.roundLatencyUs(f, bit) + part / (l.gbps * 1e3) / efficiency) + v.reduceUs(part);
+    const View::Round r = v.round(f, bit);
+    t += 2 * (r.latencyUs + part / (r.link.gbps * 1e3) / efficiency) + v.reduceUs(part);
   }
   return t;
 }
