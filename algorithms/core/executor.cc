@@ -12,7 +12,7 @@ namespace {
 // rank that completes the sum, so every rank gets the same bits).
 void finish(void* data, size_t count, const OpContext& ctx) {
   if (ctx.op == STRATA_AVG && ctx.nranks > 1)
-    reduce::scaleDown(data, data, count, ctx.datatype, ctx.nranks);
+    kernels::scaleDown(data, data, count, ctx.datatype, ctx.nranks);
 }
 
 // Why a slot that does not belong to this step cannot be used: kept out of
@@ -116,7 +116,7 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
   char* out = msg.output + step.outOffset * ctx.elemSize;
 
   if (step.prim == Prim::Copy) {
-    if (in != out) reduce::copy(out, in, bytes, ctx.streamingOutput);
+    if (in != out) kernels::copy(out, in, bytes, ctx.streamingOutput);
     return StepResult::Ran;
   }
   if (step.prim == Prim::ReduceAll) return reduceAll(step, msg, ctx, links, error);
@@ -136,7 +136,7 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
     // No slot copy: the input, or the output once written, goes out as is.
     // acquire() only asks whether a FIFO entry is free (size plays no part).
     if (!send->acquire(0)) return StepResult::NotReady;
-    if (step.prim == Prim::RecvCopySend) reduce::copy(out, slotIn, bytes, ctx.streamingOutput);
+    if (step.prim == Prim::RecvCopySend) kernels::copy(out, slotIn, bytes, ctx.streamingOutput);
     send->publishFrom(step.prim == Prim::RecvCopySend ? out : in, bytes, msg.tag);
     if (recv) consume(recv, step.recvPeer, msg.tag);
     return StepResult::Ran;
@@ -151,15 +151,15 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
 
   switch (step.prim) {
     case Prim::Send:
-      reduce::copy(slotOut, in, bytes, streamSlot);
+      kernels::copy(slotOut, in, bytes, streamSlot);
       break;
     case Prim::CopySend:
       // The output from the slot just written (in cache), not from in again.
       std::memcpy(slotOut, in, bytes);
-      if (out != in) reduce::copy(out, slotOut, bytes, ctx.streamingOutput);
+      if (out != in) kernels::copy(out, slotOut, bytes, ctx.streamingOutput);
       break;
     case Prim::Recv:
-      reduce::copy(out, slotIn, bytes, ctx.streamingOutput);
+      kernels::copy(out, slotIn, bytes, ctx.streamingOutput);
       break;
     case Prim::RecvReduceSend:
       ctx.reduceFn(slotOut, slotIn, in, step.count);
@@ -170,11 +170,11 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
       if (step.flags & kOwnFirst) ctx.reduceFn(slotOut, in, slotIn, step.count);
       else ctx.reduceFn(slotOut, slotIn, in, step.count);
       if (!(step.flags & kPartial)) finish(slotOut, step.count, ctx);
-      reduce::copy(out, slotOut, bytes, ctx.streamingOutput);
+      kernels::copy(out, slotOut, bytes, ctx.streamingOutput);
       break;
     case Prim::RecvCopySend:
-      reduce::copy(slotOut, slotIn, bytes, streamSlot);
-      reduce::copy(out, slotIn, bytes, ctx.streamingOutput);
+      kernels::copy(slotOut, slotIn, bytes, streamSlot);
+      kernels::copy(out, slotIn, bytes, ctx.streamingOutput);
       break;
     case Prim::RecvReduceCopy:
       // In place (out == in) is safe: each element is read before it is written.

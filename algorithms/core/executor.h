@@ -9,7 +9,7 @@
 
 #include "connector.h"
 #include "plan.h"
-#include "reduce.h"
+#include "kernels.h"
 
 namespace strata {
 
@@ -54,7 +54,7 @@ struct OpContext {
   int rank;
   int nranks;
   SlotTag tag;                // expected on every received slot
-  reduce::ReduceFn reduceFn;  // into slots and scratch: regular stores
+  kernels::ReduceFn reduceFn;  // into slots and scratch: regular stores
   bool streamingOutput;       // write the output with non-temporal stores
   // Copies into the slots of memory transports use non-temporal stores too
   // (the receiver then reads memory, not this core's cache: see

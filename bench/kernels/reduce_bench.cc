@@ -7,11 +7,11 @@
 #include <cstring>
 #include <vector>
 
-#include "reduce.h"
+#include "kernels.h"
 
 namespace {
 
-using strata::reduce::Isa;
+using strata::kernels::Isa;
 
 const char* kTypeNames[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"};
 const char* kOpNames[] = {"sum", "prod", "min", "max", "avg"};
@@ -35,7 +35,7 @@ void BM_StreamingCopy(benchmark::State& state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
   Buffers buf(bytes);
   for (auto _ : state) {
-    strata::reduce::copy(buf.out.data(), buf.a.data(), bytes, true);
+    strata::kernels::copy(buf.out.data(), buf.a.data(), bytes, true);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes * 2);
@@ -46,16 +46,16 @@ void BM_Reduce(benchmark::State& state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
   const auto dt = static_cast<strata_datatype_t>(state.range(1));
   const auto op = static_cast<strata_op_t>(state.range(2));
-  const Isa isa = strata::reduce::selectedIsa();
+  const Isa isa = strata::kernels::selectedIsa();
   const size_t count = bytes / strata_datatype_size(dt);
   Buffers buf(bytes);
-  auto fn = strata::reduce::kernel(dt, op, isa);
+  auto fn = strata::kernels::kernel(dt, op, isa);
   for (auto _ : state) {
     fn(buf.out.data(), buf.a.data(), buf.b.data(), count);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes * 3);
-  state.SetLabel(std::string(kTypeNames[dt]) + " " + kOpNames[op] + " " + strata::reduce::isaName(isa));
+  state.SetLabel(std::string(kTypeNames[dt]) + " " + kOpNames[op] + " " + strata::kernels::isaName(isa));
 }
 
 constexpr int64_t kBig = 64 << 20;

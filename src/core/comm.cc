@@ -82,7 +82,7 @@ Status Comm::init(const boot::BootstrapConfig& config) {
   STRATA_CHECK(Tuning::create(params::algo(), static_cast<size_t>(std::max<int64_t>(0, params::oneshotBytes())),
                               cost, shape_, &tuning_));
   streamingBytes_ = static_cast<size_t>(std::max<int64_t>(0, params::streamingStores()));
-  isa_ = reduce::selectedIsa();
+  isa_ = kernels::selectedIsa();
 
   STRATA_CHECK(connectTransports(self));
   channels_ = std::vector<Channel>(nchannels);
@@ -105,7 +105,7 @@ Status Comm::init(const boot::BootstrapConfig& config) {
               "%lld threads, spin %lld, %lld slots x %lld bytes, reduce isa %s",
               rank_, nranks_, localRanks, local.cores, self.cpusAllowed, nchannels,
               (long long)params::nthreads(), (long long)spins_, (long long)nslots,
-              (long long)slotBytes, reduce::isaName(isa_));
+              (long long)slotBytes, kernels::isaName(isa_));
   if (rank_ == 0) {
     STRATA_INFO(TOPO, "%s", topo::describeTree(layout_.hierarchy, hosts).c_str());
     STRATA_INFO(ALGO, "%d nodes; allreduce by size: %s", layout_.nodes(), tuning_.describe().c_str());
@@ -186,7 +186,7 @@ Status Comm::prepare(const CollCall& call, PlanChoice* choice, OpContext* ctx) {
   ctx->rank = rank_;
   ctx->nranks = nranks_;
   ctx->tag = SlotTag{++seq_, OpDesc{call.coll, call.datatype, call.op, call.count}.pack()};
-  ctx->reduceFn = reduce::kernel(call.datatype, call.op, isa_);
+  ctx->reduceFn = kernels::kernel(call.datatype, call.op, isa_);
   uint64_t outBytes = call.count * elemSize;
   if (call.coll == Coll::Allgather || call.coll == Coll::Alltoall) outBytes *= nranks_;
   ctx->streamingOutput = outBytes >= streamingBytes_;
@@ -288,7 +288,7 @@ Status Comm::submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Reques
   ctx.rank = rank_;
   ctx.nranks = nranks_;
   ctx.tag = request->messages.empty() ? SlotTag{} : request->messages[0].tag;
-  ctx.reduceFn = reduce::kernel(STRATA_UINT8, STRATA_SUM, isa_);
+  ctx.reduceFn = kernels::kernel(STRATA_UINT8, STRATA_SUM, isa_);
   ctx.messages = request->messages.data();
   ctx.sendFromCaller = true;  // send buffers stay untouched until the request completes
   const bool single = ops.size() == 1 && ops[0].peer != rank_;

@@ -106,7 +106,7 @@ class Comm final : public FailureSink {
   Tuning tuning_;
   Layout layout_;
   size_t streamingBytes_ = 0;
-  reduce::Isa isa_ = reduce::Isa::Portable;
+  kernels::Isa isa_ = kernels::Isa::Portable;
   uint64_t seq_ = 0;                 // collectives issued
   std::vector<uint64_t> sendSeq_;    // messages sent to each peer
   std::vector<uint64_t> recvSeq_;    // messages received from each peer

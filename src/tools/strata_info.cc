@@ -7,7 +7,7 @@
 #include <string>
 
 #include "params.h"
-#include "reduce.h"
+#include "kernels.h"
 #include "strata/strata.h"
 #include "transport.h"
 
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::printf("strata %d.%d.%d\n", STRATA_VERSION_MAJOR, STRATA_VERSION_MINOR, STRATA_VERSION_PATCH);
-  std::printf("reduction kernels: %s\n", strata::reduce::isaName(strata::reduce::selectedIsa()));
+  std::printf("reduction kernels: %s\n", strata::kernels::isaName(strata::kernels::selectedIsa()));
   std::printf("transports:");
   strata::topo::HostInfo self = strata::topo::probeHost();
   for (const auto& t : strata::makeTransports(&self)) std::printf(" %s", t->name());

@@ -10,10 +10,10 @@
 #include <random>
 #include <vector>
 
-#include "reduce.h"
+#include "kernels.h"
 #include "reference.h"
 
-namespace strata::reduce {
+namespace strata::kernels {
 namespace {
 
 using test::bf16ToDouble;
@@ -218,4 +218,4 @@ TEST(Kernels, CopyStreamingCopiesExactly) {
 }
 
 }  // namespace
-}  // namespace strata::reduce
+}  // namespace strata::kernels

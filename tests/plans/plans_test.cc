@@ -92,7 +92,7 @@ std::vector<Status> runAllreduce(int n, int channels, AllreduceAlgo algo, strata
       ctx.nranks = n;
       uint64_t desc = (descOverride && r == 0) ? descOverride : OpDesc{Coll::Allreduce, dt, op, count}.pack();
       ctx.tag = SlotTag{1, desc};
-      ctx.reduceFn = reduce::kernel(dt, op, reduce::Isa::Portable);
+      ctx.reduceFn = kernels::kernel(dt, op, kernels::Isa::Portable);
       ctx.streamingOutput = false;
       std::vector<PlanExecutor> execs(used);
       std::vector<size_t> cursors(used, 0);

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace strata::reduce {
+namespace strata::kernels {
 
 constexpr uint16_t kHalfNaN = 0x7e00;
 constexpr uint16_t kBf16NaN = 0x7fc0;
@@ -71,4 +71,4 @@ inline uint16_t floatToBf16(float f) {
   return static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
 }
 
-}  // namespace strata::reduce
+}  // namespace strata::kernels

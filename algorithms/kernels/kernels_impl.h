@@ -19,7 +19,7 @@
 #include "half.h"
 #include "kernel_set.h"
 
-namespace strata::reduce::STRATA_ISA_NS {
+namespace strata::kernels::STRATA_ISA_NS {
 namespace {
 
 template <typename T, strata_op_t Op>
@@ -140,4 +140,4 @@ KernelSet makeSet() {
 }
 
 }  // namespace
-}  // namespace strata::reduce::STRATA_ISA_NS
+}  // namespace strata::kernels::STRATA_ISA_NS

@@ -8,7 +8,7 @@
 
 #include "half.h"
 
-namespace strata::reduce::avx2 {
+namespace strata::kernels::avx2 {
 namespace {
 
 void halfToFloatN(float* out, const uint16_t* in, size_t n) {
@@ -50,16 +50,16 @@ void streamCopyImpl(void* dst, const void* src, size_t bytes) {
 }
 
 }  // namespace
-}  // namespace strata::reduce::avx2
+}  // namespace strata::kernels::avx2
 
 #define STRATA_ISA_NS avx2
 #include "kernels_impl.h"
 
-namespace strata::reduce {
+namespace strata::kernels {
 
 const KernelSet& avx2Kernels() {
   static const KernelSet set = avx2::makeSet();
   return set;
 }
 
-}  // namespace strata::reduce
+}  // namespace strata::kernels

@@ -8,7 +8,7 @@
 
 #include "half.h"
 
-namespace strata::reduce::avx512 {
+namespace strata::kernels::avx512 {
 namespace {
 
 void halfToFloatN(float* out, const uint16_t* in, size_t n) {
@@ -44,16 +44,16 @@ void streamCopyImpl(void* dst, const void* src, size_t bytes) {
 }
 
 }  // namespace
-}  // namespace strata::reduce::avx512
+}  // namespace strata::kernels::avx512
 
 #define STRATA_ISA_NS avx512
 #include "kernels_impl.h"
 
-namespace strata::reduce {
+namespace strata::kernels {
 
 const KernelSet& avx512Kernels() {
   static const KernelSet set = avx512::makeSet();
   return set;
 }
 
-}  // namespace strata::reduce
+}  // namespace strata::kernels

@@ -1,13 +1,13 @@
 // What each instruction-set build of kernels_impl.h provides. Internal to
-// the reduce folder: the rest of strata goes through reduce.h.
+// the kernels folder: the rest of strata goes through kernels.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "reduce.h"
+#include "kernels.h"
 
-namespace strata::reduce {
+namespace strata::kernels {
 
 struct KernelSet {
   ReduceFn reduce[STRATA_NUM_DATATYPES][STRATA_NUM_OPS];
@@ -18,4 +18,4 @@ const KernelSet& portableKernels();
 const KernelSet& avx2Kernels();
 const KernelSet& avx512Kernels();
 
-}  // namespace strata::reduce
+}  // namespace strata::kernels

@@ -10,7 +10,7 @@
 #include <immintrin.h>
 #endif
 
-namespace strata::reduce::portable {
+namespace strata::kernels::portable {
 namespace {
 
 void halfToFloatN(float* out, const uint16_t* in, size_t n) {
@@ -39,16 +39,16 @@ void streamCopyImpl(void* dst, const void* src, size_t bytes) {
 }
 
 }  // namespace
-}  // namespace strata::reduce::portable
+}  // namespace strata::kernels::portable
 
 #define STRATA_ISA_NS portable
 #include "kernels_impl.h"
 
-namespace strata::reduce {
+namespace strata::kernels {
 
 const KernelSet& portableKernels() {
   static const KernelSet set = portable::makeSet();
   return set;
 }
 
-}  // namespace strata::reduce
+}  // namespace strata::kernels

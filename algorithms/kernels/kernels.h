@@ -16,7 +16,7 @@
 
 #include "strata/strata.h"
 
-namespace strata::reduce {
+namespace strata::kernels {
 
 enum class Isa { Portable = 0, Avx2 = 1, Avx512 = 2 };
 
@@ -44,4 +44,4 @@ Isa selectedIsa();
 bool isSupported(Isa isa);
 const char* isaName(Isa isa);
 
-}  // namespace strata::reduce
+}  // namespace strata::kernels

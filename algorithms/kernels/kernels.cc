@@ -1,4 +1,4 @@
-#include "reduce.h"
+#include "kernels.h"
 
 #include <cstdint>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include "log.h"
 #include "params.h"
 
-namespace strata::reduce {
+namespace strata::kernels {
 namespace {
 
 // Copies shorter than this are not worth a streaming loop and its fence.
@@ -113,4 +113,4 @@ Isa selectedIsa() {
   return best;
 }
 
-}  // namespace strata::reduce
+}  // namespace strata::kernels
