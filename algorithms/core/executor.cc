@@ -12,7 +12,7 @@ namespace {
 // rank that completes the sum, so every rank gets the same bits).
 void finish(void* data, size_t count, const OpContext& ctx) {
   if (ctx.op == STRATA_AVG && ctx.nranks > 1)
-    kernels::scaleDown(data, data, count, ctx.datatype, ctx.nranks);
+    ctx.memory->scaleDown(data, data, count, ctx.datatype, ctx.nranks);
 }
 
 // Why a slot that does not belong to this step cannot be used: kept out of
@@ -116,7 +116,7 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
   char* out = msg.output + step.outOffset * ctx.elemSize;
 
   if (step.prim == Prim::Copy) {
-    if (in != out) kernels::copy(out, in, bytes, ctx.streamingOutput);
+    if (in != out) ctx.memory->copy(out, in, bytes, ctx.ntOutput);
     return StepResult::Ran;
   }
   if (step.prim == Prim::ReduceAll) return reduceAll(step, msg, ctx, links, error);
@@ -136,45 +136,43 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
     // No slot copy: the input, or the output once written, goes out as is.
     // acquire() only asks whether a FIFO entry is free (size plays no part).
     if (!send->acquire(0)) return StepResult::NotReady;
-    if (step.prim == Prim::RecvCopySend) kernels::copy(out, slotIn, bytes, ctx.streamingOutput);
+    if (step.prim == Prim::RecvCopySend) ctx.memory->copy(out, slotIn, bytes, ctx.ntOutput);
     send->publishFrom(step.prim == Prim::RecvCopySend ? out : in, bytes, msg.tag);
     if (recv) consume(recv, step.recvPeer, msg.tag);
     return StepResult::Ran;
   }
   void* slotOut = nullptr;
-  bool streamSlot = false;
   if (send) {
     slotOut = send->acquire(bytes);
     if (!slotOut) return StepResult::NotReady;
-    streamSlot = ctx.streamSlots && !send->needsProgress();
   }
 
   switch (step.prim) {
     case Prim::Send:
-      kernels::copy(slotOut, in, bytes, streamSlot);
+      ctx.memory->copy(slotOut, in, bytes, send->nonTemporalStores(msg.tag, bytes));
       break;
     case Prim::CopySend:
       // The output from the slot just written (in cache), not from in again.
-      std::memcpy(slotOut, in, bytes);
-      if (out != in) kernels::copy(out, slotOut, bytes, ctx.streamingOutput);
+      ctx.memory->copy(slotOut, in, bytes, false);
+      if (out != in) ctx.memory->copy(out, slotOut, bytes, ctx.ntOutput);
       break;
     case Prim::Recv:
-      kernels::copy(out, slotIn, bytes, ctx.streamingOutput);
+      ctx.memory->copy(out, slotIn, bytes, ctx.ntOutput);
       break;
     case Prim::RecvReduceSend:
       ctx.reduceFn(slotOut, slotIn, in, step.count);
       break;
     case Prim::RecvReduceCopySend:
       // Reduce into the (cache-hot) outgoing slot, then copy it out: the
-      // output may be written with streaming stores and never read back.
+      // output may be written with non-temporal stores and never read back.
       if (step.flags & kOwnFirst) ctx.reduceFn(slotOut, in, slotIn, step.count);
       else ctx.reduceFn(slotOut, slotIn, in, step.count);
       if (!(step.flags & kPartial)) finish(slotOut, step.count, ctx);
-      kernels::copy(out, slotOut, bytes, ctx.streamingOutput);
+      ctx.memory->copy(out, slotOut, bytes, ctx.ntOutput);
       break;
     case Prim::RecvCopySend:
-      kernels::copy(slotOut, slotIn, bytes, streamSlot);
-      kernels::copy(out, slotIn, bytes, ctx.streamingOutput);
+      ctx.memory->copy(slotOut, slotIn, bytes, send->nonTemporalStores(msg.tag, bytes));
+      ctx.memory->copy(out, slotIn, bytes, ctx.ntOutput);
       break;
     case Prim::RecvReduceCopy:
       // In place (out == in) is safe: each element is read before it is written.

@@ -10,6 +10,7 @@
 #include "connector.h"
 #include "plan.h"
 #include "kernels.h"
+#include "memory.h"
 
 namespace strata {
 
@@ -54,12 +55,10 @@ struct OpContext {
   int rank;
   int nranks;
   SlotTag tag;                // expected on every received slot
-  kernels::ReduceFn reduceFn;  // into slots and scratch: regular stores
-  bool streamingOutput;       // write the output with non-temporal stores
-  // Copies into the slots of memory transports use non-temporal stores too
-  // (the receiver then reads memory, not this core's cache: see
-  // src/core/slot_store_choice.h).
-  bool streamSlots = false;
+  // How the buffers' memory is copied and reduced (their memory type's ops).
+  const MemoryOps* memory = &kHostMemory;
+  kernels::ReduceFn reduceFn;  // memory->reduceKernel's, for (datatype, op)
+  bool ntOutput = false;       // write the output with non-temporal stores
   // The plan never writes memory it has sent from before the operation
   // completes, so connectors that can send from the caller's memory may
   // (SendConnector::publishFrom) instead of copying into a slot.

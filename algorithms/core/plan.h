@@ -51,6 +51,7 @@ enum StepFlags : uint8_t {
 struct ChannelPlan {
   std::vector<Step> steps;
 };
+using PlanSet = std::vector<ChannelPlan>;  // an operation's plans, one per channel
 
 // What every builder needs to know about the communicator and the datatype.
 struct PlanShape {

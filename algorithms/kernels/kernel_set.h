@@ -11,7 +11,7 @@ namespace strata::kernels {
 
 struct KernelSet {
   ReduceFn reduce[STRATA_NUM_DATATYPES][STRATA_NUM_OPS];
-  void (*streamCopy)(void* dst, const void* src, size_t bytes);
+  void (*ntCopy)(void* dst, const void* src, size_t bytes);
 };
 
 const KernelSet& portableKernels();

@@ -12,8 +12,8 @@
 namespace strata::kernels {
 namespace {
 
-// Copies shorter than this are not worth a streaming loop and its fence.
-constexpr size_t kMinStreamBytes = 4096;
+// Copies shorter than this are not worth a non-temporal loop and its fence.
+constexpr size_t kMinNtBytes = 4096;
 
 const KernelSet& setFor(Isa isa) {
   switch (isa) {
@@ -69,9 +69,9 @@ void scaleDown(void* dst, const void* src, size_t count, strata_datatype_t datat
   }
 }
 
-void copy(void* dst, const void* src, size_t bytes, bool streaming) {
-  if (streaming && bytes >= kMinStreamBytes)
-    setFor(selectedIsa()).streamCopy(dst, src, bytes);
+void copy(void* dst, const void* src, size_t bytes, bool nonTemporal) {
+  if (nonTemporal && bytes >= kMinNtBytes)
+    setFor(selectedIsa()).ntCopy(dst, src, bytes);
   else
     std::memcpy(dst, src, bytes);
 }

@@ -21,9 +21,8 @@ namespace strata::kernels {
 enum class Isa { Portable = 0, Avx2 = 1, Avx512 = 2 };
 
 // dst[i] = a[i] op b[i] for i < count. dst may equal a or b (not partially
-// overlap). Algorithms reduce into cache-hot slots and stream only copies
-// (copy() below: to the output, and plain copies into slots when that is
-// faster, see src/core/slot_store_choice.h), so kernels use regular stores.
+// overlap). Algorithms reduce into cache-hot slots and use non-temporal
+// stores only for copies (copy() below), so kernels use regular stores.
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);
 
 // The kernel for (datatype, op) in the given instruction set; never null for
@@ -34,8 +33,8 @@ ReduceFn kernel(strata_datatype_t datatype, strata_op_t op, Isa isa);
 // divide in their computation precision and round once). dst may equal src.
 void scaleDown(void* dst, const void* src, size_t count, strata_datatype_t datatype, int divisor);
 
-// memcpy, with non-temporal stores when streaming (and size makes it pay).
-void copy(void* dst, const void* src, size_t bytes, bool streaming);
+// memcpy, with non-temporal stores when asked (and the size makes them pay).
+void copy(void* dst, const void* src, size_t bytes, bool nonTemporal);
 
 // Best instruction set this CPU supports, or the one STRATA_REDUCE_ISA names
 // (portable, avx2, avx512; an unsupported choice falls back with a warning).

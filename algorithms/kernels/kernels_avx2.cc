@@ -1,5 +1,5 @@
 // Kernels for AVX2 CPUs (built with -mavx2 -mf16c): the shared loops
-// vectorised to 256 bits, F16C for float16, 256-bit streaming stores.
+// vectorised to 256 bits, F16C for float16, 256-bit non-temporal stores.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -32,7 +32,7 @@ void floatToHalfN(uint16_t* out, const float* in, size_t n) {
   for (; i < n; ++i) out[i] = floatToHalf(in[i]);
 }
 
-void streamCopyImpl(void* dst, const void* src, size_t bytes) {
+void ntCopyImpl(void* dst, const void* src, size_t bytes) {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
   size_t head = (32 - (reinterpret_cast<uintptr_t>(d) & 31)) & 31;

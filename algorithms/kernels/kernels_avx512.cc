@@ -1,5 +1,5 @@
 // Kernels for AVX-512 CPUs (built with -mavx512f/bw/vl/dq): the shared loops
-// vectorised to 512 bits, 512-bit half conversions and streaming stores.
+// vectorised to 512 bits, 512-bit half conversions and non-temporal stores.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -30,7 +30,7 @@ void floatToHalfN(uint16_t* out, const float* in, size_t n) {
   for (; i < n; ++i) out[i] = floatToHalf(in[i]);
 }
 
-void streamCopyImpl(void* dst, const void* src, size_t bytes) {
+void ntCopyImpl(void* dst, const void* src, size_t bytes) {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
   size_t head = (64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63;

@@ -2,10 +2,10 @@
 // AVX2, AVX-512: see kernels_*.cc), each time with different -m flags so the
 // compiler vectorises them for that instruction set. Before including this
 // file, a kernels_<isa>.cc defines STRATA_ISA_NS and the conversion and
-// streaming-copy helpers below for its instruction set:
+// non-temporal copy helpers below for its instruction set:
 //   void halfToFloatN(float*, const uint16_t*, size_t);
 //   void floatToHalfN(uint16_t*, const float*, size_t);
-//   void streamCopyImpl(void* dst, const void* src, size_t bytes);
+//   void ntCopyImpl(void* dst, const void* src, size_t bytes);
 //
 // Every loop computes each element with exactly one IEEE operation in the
 // same operand order (no FMA contraction: -ffp-contract=off), so all three
@@ -135,7 +135,7 @@ KernelSet makeSet() {
   fillType<STRATA_BFLOAT16>(set);
   fillType<STRATA_FLOAT32>(set);
   fillType<STRATA_FLOAT64>(set);
-  set.streamCopy = streamCopyImpl;
+  set.ntCopy = ntCopyImpl;
   return set;
 }
 

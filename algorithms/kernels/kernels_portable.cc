@@ -21,7 +21,7 @@ void floatToHalfN(uint16_t* out, const float* in, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = floatToHalf(in[i]);
 }
 
-void streamCopyImpl(void* dst, const void* src, size_t bytes) {
+void ntCopyImpl(void* dst, const void* src, size_t bytes) {
 #if defined(__x86_64__)
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);

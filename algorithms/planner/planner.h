@@ -8,6 +8,7 @@
 
 #include "allreduce.h"
 #include "exchange.h"
+#include "memory.h"
 #include "op_desc.h"
 #include "plan.h"
 #include "selection.h"
@@ -27,6 +28,7 @@ struct CollCall {
   const size_t* sendDispls;   // alltoallv
   const size_t* recvCounts;   // allgatherv, alltoallv
   const size_t* recvDispls;   // allgatherv, alltoallv
+  MemoryType memory = MemoryType::Host;  // where sendbuf and recvbuf live
 };
 
 struct PlanChoice {

@@ -137,7 +137,7 @@ strata_result_t issue(strata_comm* comm, const CollCall& call, bool nothingToDo,
                });
 }
 
-strata_result_t issueP2p(strata_comm* comm, const Comm::P2pOp& op, strata_request_t* request) {
+strata_result_t issueP2p(strata_comm* comm, const P2pOp& op, strata_request_t* request) {
   if (groupActive()) {
     if (request)
       return finish(makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
@@ -330,7 +330,7 @@ strata_result_t p2p(bool send, const void* sendbuf, void* recvbuf, size_t count,
   STRATA_TRY(checkRank("peer", peer, comm));
   const uint64_t bytes = count * strata_datatype_size(datatype);
   STRATA_TRY(send ? checkBuffer("sendbuf", sendbuf, bytes) : checkBuffer("recvbuf", recvbuf, bytes));
-  return issueP2p(comm, Comm::P2pOp{send, peer, sendbuf, recvbuf, count, datatype}, request);
+  return issueP2p(comm, P2pOp{send, peer, sendbuf, recvbuf, count, datatype}, request);
 }
 
 strata_result_t barrier(strata_comm* comm, strata_request_t* request) {

@@ -13,6 +13,7 @@
 
 #include "api_state.h"
 #include "clock.h"
+#include "env_job.h"
 #include "listener_handoff.h"
 #include "log.h"
 #include "params.h"
@@ -22,19 +23,6 @@ namespace strata::api {
 namespace {
 
 thread_local std::string tLastError;
-
-Status parseEnvInt(const char* name, long minValue, long maxValue, long* out) {
-  const char* text = std::getenv(name);
-  if (!text || !*text) return STRATA_INVALID_ARG("environment variable %s is not set", name);
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(text, &end, 10);
-  if (errno != 0 || *end != '\0' || v < minValue || v > maxValue)
-    return STRATA_INVALID_ARG("environment variable %s='%s' is not an integer in %ld..%ld", name,
-                              text, minValue, maxValue);
-  *out = v;
-  return Status::ok();
-}
 
 // A fresh id whose listening socket this process keeps for its rank 0.
 Status newUniqueId(strata_unique_id_t* id) {
@@ -105,43 +93,8 @@ Status initRankNonBlocking(strata_comm_t* comm, int nranks, const strata_unique_
 
 Status initEnv(strata_comm_t* comm) {
   if (!comm) return STRATA_INVALID_ARG("comm (the output pointer) is NULL");
-  long size = 0, rank = 0, port = 0;
-  STRATA_CHECK(parseEnvInt("WORLD_SIZE", 1, INT_MAX, &size));
-  STRATA_CHECK(parseEnvInt("RANK", 0, size - 1, &rank));
-  STRATA_CHECK(parseEnvInt("MASTER_PORT", 1, 65535, &port));
-  const char* masterAddr = std::getenv("MASTER_ADDR");
-  if (!masterAddr || !*masterAddr) return STRATA_INVALID_ARG("environment variable MASTER_ADDR is not set");
-  // LOCAL_RANK is optional (shared memory is found from host fingerprints),
-  // but a malformed one points at a broken launch script: say so.
-  long localRank = 0;
-  if (std::getenv("LOCAL_RANK")) STRATA_CHECK(parseEnvInt("LOCAL_RANK", 0, INT_MAX, &localRank));
-
-  SockAddr master;
-  STRATA_CHECK(net::resolve(masterAddr, static_cast<int>(port), &master));
   boot::BootstrapConfig config;
-  std::memset(&config.id, 0, sizeof(config.id));
-  config.rank = static_cast<int>(rank);
-  config.nranks = static_cast<int>(size);
-  // Rank 0 listens on every address of MASTER_ADDR's family, so a hostname
-  // that resolves to another of its addresses still reaches it.
-  SockAddr bindAddr = master;
-  if (rank == 0) {
-    const char* any = master.get()->sa_family == AF_INET6 ? "::" : "0.0.0.0";
-    STRATA_CHECK(net::resolve(any, static_cast<int>(port), &bindAddr));
-  }
-  std::memcpy(&config.id.root, &bindAddr.storage, bindAddr.len);
-  config.id.rootLen = bindAddr.len;
-  // Launchers pass no secret: derive one from what every rank of this job
-  // (and no stray process) is told, so at least foreign jobs are kept out.
-  std::string job = std::string(masterAddr) + "|" + std::to_string(port) + "|" + std::to_string(size);
-  if (const char* run = std::getenv("TORCHELASTIC_RUN_ID")) job += std::string("|") + run;
-  uint64_t h[2] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
-  for (char c : job)
-    for (uint64_t& x : h) x = (x ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
-  static_assert(sizeof(h) == boot::kSecretBytes, "two 64-bit hashes fill the secret");
-  std::memcpy(config.id.secret, h, sizeof(h));
-  STRATA_INFO(INIT, "env init: rank %ld of %ld (local rank %ld), master %s", rank, size, localRank,
-              toString(master).c_str());
+  STRATA_CHECK(launch::envJobConfig(&config));
   return initComm(comm, config);
 }
 
@@ -149,7 +102,7 @@ Status initEnv(strata_comm_t* comm) {
 Status checkAgrees(const char* name, long pmixValue, const char* what) {
   if (!std::getenv(name)) return Status::ok();
   long v = 0;
-  STRATA_CHECK(parseEnvInt(name, 0, INT_MAX, &v));
+  STRATA_CHECK(launch::envInt(name, 0, INT_MAX, &v));
   if (v != pmixValue)
     return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
                         "environment variable %s=%ld disagrees with PMIx's %s %ld: two launchers?", name, v,

@@ -62,7 +62,7 @@ void releaseComm(strata_comm* comm);
 // Counts arrays of v-variants are copied.
 bool groupActive();
 void deferCollective(strata_comm* comm, const CollCall& call);
-void deferP2p(strata_comm* comm, const Comm::P2pOp& op);
+void deferP2p(strata_comm* comm, const P2pOp& op);
 
 // Marks an API call in flight on a communicator for its lifetime.
 class CallGuard {

@@ -42,6 +42,7 @@ void Channel::failAll(const Status& why) {
     ChannelOp& op = ops_[h % kDepth];
     if (op.forThreads) threadWork_.fetch_sub(1, std::memory_order_acq_rel);
     if (!op.finished) op.request->channelFailed(why);
+    op.plans.reset();
     head_.store(h + 1, std::memory_order_release);
   }
 }
@@ -82,6 +83,7 @@ void Channel::retireHead() {
   // Read before the entry is handed back to the producer; an op that ran
   // ahead has told its request already (which may be gone by now).
   Request* request = op.finished ? nullptr : op.request;
+  op.plans.reset();
   head_.store(head + 1, std::memory_order_release);
   if (request) request->channelDone();
 }
@@ -102,7 +104,7 @@ bool Channel::runAhead(FailureSink& comm) {
     if (std::find(claimed, claimed + nclaimed, op.p2pKey) != claimed + nclaimed) continue;
     claimed[nclaimed++] = op.p2pKey;
     Status error;
-    Advance a = executor_.advance(op.plan, &op.cursor, op.ctx, links, &error);
+    Advance a = executor_.advance(*op.plan, &op.cursor, op.ctx, links, &error);
     if (a == Advance::Failed) {
       comm.fail(error);
       return true;
@@ -162,12 +164,12 @@ bool Channel::drive(FailureSink& comm, SleepSet* sleep) {
       continue;
     }
     Status error;
-    Advance a = executor_.advance(op.plan, &op.cursor, op.ctx, links, &error);
+    Advance a = executor_.advance(*op.plan, &op.cursor, op.ctx, links, &error);
     // Every step ran, but bytes wait to leave: not done until they have.
     if (a == Advance::Done && !links.flushed()) a = Advance::Blocked;
     if (a == Advance::Blocked) {
-      if (sleep && executor_.waitsOnMemory(op.plan, op.cursor, links)) sleep->memoryWait = true;
-      noteBlocked(comm, op.plan, op.cursor, op.ctx);
+      if (sleep && executor_.waitsOnMemory(*op.plan, op.cursor, links)) sleep->memoryWait = true;
+      noteBlocked(comm, *op.plan, op.cursor, op.ctx);
       if (comm.failed()) continue;  // flush on the next turn
       if (op.p2pKey) progressed |= runAhead(comm);
       break;

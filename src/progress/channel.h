@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "executor.h"
@@ -41,7 +42,8 @@ struct SleepSet {
 struct ChannelOp {
   Request* request;
   OpContext ctx;
-  ChannelPlan plan;
+  std::shared_ptr<const PlanSet> plans;  // keeps `plan` alive while the op is queued
+  const ChannelPlan* plan;
   size_t cursor;
   bool forThreads;  // progress threads may drive it (else only its caller)
   // A single send or receive: (peer << 1 | is_send) + 1, else 0. Such an op

@@ -26,14 +26,6 @@ class Request {
   // here): they live as long as the request.
   std::vector<Message> messages;
 
-  // A blocking operation whose caller times it (bytes > 0): when it
-  // started, and whether it streamed its slot writes.
-  struct Timing {
-    double start = 0;
-    uint64_t bytes = 0;
-    bool streamed = false;
-  } timing;
-
   void channelDone() { pending_.fetch_sub(1, std::memory_order_acq_rel); }
   // Completes a request no other thread has seen yet (an operation its
   // caller ran at once): plain stores, no read-modify-write.

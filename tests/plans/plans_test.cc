@@ -93,7 +93,7 @@ std::vector<Status> runAllreduce(int n, int channels, AllreduceAlgo algo, strata
       uint64_t desc = (descOverride && r == 0) ? descOverride : OpDesc{Coll::Allreduce, dt, op, count}.pack();
       ctx.tag = SlotTag{1, desc};
       ctx.reduceFn = kernels::kernel(dt, op, kernels::Isa::Portable);
-      ctx.streamingOutput = false;
+      ctx.ntOutput = false;
       std::vector<PlanExecutor> execs(used);
       std::vector<size_t> cursors(used, 0);
       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);

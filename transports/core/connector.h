@@ -74,6 +74,12 @@ class SendConnector : public Connector {
   virtual bool publishFrom(const void* /*data*/, size_t /*bytes*/, const SlotTag& /*tag*/) { return false; }
 
   virtual size_t slotBytes() const = 0;
+
+  // Whether a plain copy (no reduction) of `bytes` into the slot acquire()
+  // returned, for the operation `tag`, should use non-temporal stores, which
+  // send the bytes to memory instead of this core's cache. The transport's
+  // own choice: shared memory times both ways (transports/shm/README.md).
+  virtual bool nonTemporalStores(const SlotTag& /*tag*/, size_t /*bytes*/) { return false; }
 };
 
 class RecvConnector : public Connector {

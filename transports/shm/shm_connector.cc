@@ -34,6 +34,7 @@ void ShmSendConnector::publish(size_t bytes, const SlotTag& tag) {
   h.bytes = bytes;
   ++tail_;
   h.generation.store(tail_, std::memory_order_release);
+  stores_.published(tag, bytes);
 }
 
 const void* ShmRecvConnector::peek(size_t* bytes, SlotTag* tag) {

@@ -9,6 +9,7 @@
 #include "connector.h"
 #include "peer_watch.h"
 #include "shm_fifo.h"
+#include "shm_slot_stores.h"
 
 namespace strata::shm {
 
@@ -35,16 +36,20 @@ class FifoEnd {
 
 class ShmSendConnector final : public SendConnector, private FifoEnd {
  public:
-  using FifoEnd::FifoEnd;
+  // ntMinBytes: STRATA_SHM_NT_BYTES (see shm_slot_stores.h).
+  ShmSendConnector(char* fifo, const FifoLayout& layout, std::shared_ptr<PeerWatch> peer, uint64_t ntMinBytes)
+      : FifoEnd(fifo, layout, std::move(peer)), stores_(layout.slotBytes, ntMinBytes) {}
   void* acquire(size_t bytes) override;
   void publish(size_t bytes, const SlotTag& tag) override;
   size_t slotBytes() const override { return layout_.slotBytes; }
+  bool nonTemporalStores(const SlotTag& tag, size_t bytes) override { return stores_.nonTemporal(tag, bytes); }
   Status health() override { return FifoEnd::health(); }
   void abort() override { FifoEnd::abort(); }
 
  private:
   uint64_t tail_ = 0;           // slots published
   uint64_t knownConsumed_ = 0;  // cached copy of control_->consumed
+  SlotStores stores_;
 };
 
 class ShmRecvConnector final : public RecvConnector, private FifoEnd {

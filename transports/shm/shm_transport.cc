@@ -34,6 +34,7 @@ Status ShmTransport::connect(const ConnectRequest& req, Connections& out) {
   const FifoLayout layout{(req.slotBytes + 4095) & ~size_t(4095), req.nslots};
   const size_t fifoBytes = (layout.totalBytes() + kCacheLine - 1) & ~(kCacheLine - 1);
   const double deadline = nowSeconds() + params::timeout();
+  const auto ntMinBytes = static_cast<uint64_t>(std::max<int64_t>(0, params::shmNtBytes()));
 
   const std::vector<int> myGroup = hostGroup(hosts, me);
   if (!req.peers.empty()) {
@@ -64,7 +65,7 @@ Status ShmTransport::connect(const ConnectRequest& req, Connections& out) {
     for (int ch = 0; ch < req.nchannels; ++ch) {
       char* sendFifo = seg->base() + fifoBytes * (ch * peerGroup.size() + myIndexThere);
       char* recvFifo = segments_[0]->base() + fifoBytes * (ch * myGroup.size() + peerIndexHere);
-      out.send[ch][peer] = std::make_unique<ShmSendConnector>(sendFifo, layout, watch);
+      out.send[ch][peer] = std::make_unique<ShmSendConnector>(sendFifo, layout, watch, ntMinBytes);
       out.recv[ch][peer] = std::make_unique<ShmRecvConnector>(recvFifo, layout, watch);
     }
     mapped.push_back(std::move(seg));

@@ -1,0 +1,44 @@
+#include "comm_config.h"
+
+#include <algorithm>
+
+#include "params.h"
+
+namespace strata {
+namespace {
+
+bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+}  // namespace
+
+Status CommConfig::fromParams(CommConfig* out) {
+  CommConfig c;
+  c.timeoutSeconds = params::timeout();
+  if (!(c.timeoutSeconds > 0))
+    return STRATA_INVALID_ARG("STRATA_TIMEOUT=%g must be a positive number of seconds", c.timeoutSeconds);
+  const int64_t nslots = params::nslots();
+  const int64_t slotBytes = params::slotBytes();
+  if (!isPowerOfTwo(nslots) || nslots < 2 || nslots > 64)
+    return STRATA_INVALID_ARG("STRATA_NSLOTS=%lld must be a power of two in 2..64", (long long)nslots);
+  if (slotBytes < 4096 || slotBytes > (64 << 20))
+    return STRATA_INVALID_ARG("STRATA_SLOT_BYTES=%lld must be in 4096..67108864", (long long)slotBytes);
+  if (params::nthreads() < 0 || params::nthreads() > 64)
+    return STRATA_INVALID_ARG("STRATA_NTHREADS=%lld must be in 0..64", (long long)params::nthreads());
+  if (params::nchannels() < 0 || params::nchannels() > 32)
+    return STRATA_INVALID_ARG("STRATA_NCHANNELS=%lld must be in 0..32", (long long)params::nchannels());
+  c.nslots = static_cast<int>(nslots);
+  c.slotBytes = static_cast<size_t>(slotBytes);
+  c.nthreads = static_cast<int>(params::nthreads());
+  c.nchannels = static_cast<int>(params::nchannels());
+  c.spin = params::spinCount();
+  c.algo = params::algo();
+  c.oneshotBytes = static_cast<size_t>(std::max<int64_t>(0, params::oneshotBytes()));
+  STRATA_CHECK(parseLinkCost(params::costShm(), "STRATA_COST_SHM", &c.cost.shm));
+  STRATA_CHECK(parseLinkCost(params::costNet(), "STRATA_COST_NET", &c.cost.net));
+  c.ntBytes = static_cast<size_t>(std::max<int64_t>(0, params::ntBytes()));
+  c.transport = params::transport();
+  *out = std::move(c);
+  return Status::ok();
+}
+
+}  // namespace strata

@@ -1,0 +1,33 @@
+// A communicator's settings, read from the config registry (params.def) and
+// checked once, when the communicator is created: a bad value fails the init
+// with a message naming the variable, and nothing past this point reads the
+// environment.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "selection.h"
+#include "status.h"
+
+namespace strata {
+
+struct CommConfig {
+  double timeoutSeconds = 0;  // STRATA_TIMEOUT
+  int nthreads = 0;           // STRATA_NTHREADS
+  int nchannels = 0;          // STRATA_NCHANNELS; 0: chosen from the cores (Comm::init)
+  int64_t spin = -1;          // STRATA_SPIN; -1: chosen from the host's load
+  size_t slotBytes = 0;       // STRATA_SLOT_BYTES
+  int nslots = 0;             // STRATA_NSLOTS
+  std::string algo;           // STRATA_ALGO
+  size_t oneshotBytes = 0;    // STRATA_ONESHOT_BYTES
+  CostModel cost;             // STRATA_COST_SHM, STRATA_COST_NET
+  size_t ntBytes = 0;         // STRATA_NT_BYTES
+  std::string transport;      // STRATA_TRANSPORT
+
+  // The registry's current values, checked.
+  static Status fromParams(CommConfig* out);
+};
+
+}  // namespace strata

@@ -1,0 +1,111 @@
+#include "group.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "wait_loop.h"
+
+namespace strata::api {
+
+void Group::defer(strata_comm* comm, const CollCall& call) {
+  Deferred d{comm, false, call, {}, {}};
+  if (call.sendCounts || call.recvCounts) {
+    const int n = comm->impl->size();
+    d.arrays.assign(4 * size_t(n), 0);
+    const size_t* sources[] = {call.sendCounts, call.sendDispls, call.recvCounts, call.recvDispls};
+    for (int a = 0; a < 4; ++a)
+      if (sources[a]) std::copy(sources[a], sources[a] + n, d.arrays.begin() + a * n);
+  }
+  queue_.push_back(std::move(d));
+}
+
+void Group::defer(strata_comm* comm, const P2pOp& op) { queue_.push_back(Deferred{comm, true, {}, op, {}}); }
+
+void Group::issueOn(strata_comm* comm, std::vector<Started>* started,
+                    std::vector<std::unique_ptr<Fusion>>* fusions) {
+  Comm& impl = *comm->impl;
+  auto start = [&](Fusion* fusion, const std::function<Status(Request*)>& submit) {
+    auto request = std::make_unique<Request>();
+    Status s = submit(request.get());
+    // A request that failed to start has nothing to wait for: its status is the failure.
+    if (!s.isOk()) request->finishedAlone(s);
+    started->push_back({std::move(request), comm, s.isOk() ? fusion : nullptr});
+  };
+  auto submit = [&](const CollCall& call, Fusion* fusion) {
+    start(fusion, [&](Request* r) { return impl.submit(call, true, r); });
+  };
+  const FusionLimits limits = FusionLimits::fromParams();
+  auto pending = std::make_unique<Fusion>();
+  auto flush = [&] {
+    if (pending->size() == 1) submit(pending->first(), nullptr);
+    if (pending->size() > 1) {
+      const CollCall fused = pending->pack(buffers_.get(fusions->size(), pending->bytes()));
+      fusions->push_back(std::move(pending));
+      submit(fused, fusions->back().get());
+    }
+    pending = std::make_unique<Fusion>();
+  };
+  std::vector<P2pOp> p2p;
+  for (Deferred& d : queue_) {
+    if (d.comm != comm) continue;
+    if (d.p2p) {
+      p2p.push_back(d.op);
+      continue;
+    }
+    if (!d.arrays.empty()) {  // point the call at its own copies
+      const size_t* base = d.arrays.data();
+      const int n = impl.size();
+      d.call.sendCounts = d.call.sendCounts ? base : nullptr;
+      d.call.sendDispls = d.call.sendDispls ? base + n : nullptr;
+      d.call.recvCounts = d.call.recvCounts ? base + 2 * n : nullptr;
+      d.call.recvDispls = d.call.recvDispls ? base + 3 * n : nullptr;
+    }
+    if (!pending->accepts(d.call, limits)) flush();
+    if (pending->accepts(d.call, limits)) pending->add(d.call);
+    else submit(d.call, nullptr);
+  }
+  flush();
+  if (!p2p.empty()) start(nullptr, [&](Request* r) { return impl.submitGroup(p2p, true, r); });
+}
+
+Status Group::issue(strata_comm** failedComm) {
+  std::vector<strata_comm*> comms;
+  for (const Deferred& d : queue_)
+    if (std::find(comms.begin(), comms.end(), d.comm) == comms.end()) comms.push_back(d.comm);
+  // Every communicator stays marked busy until its requests are done, so an
+  // abort from another thread waits for this group to see it and leave.
+  std::vector<std::unique_ptr<CallGuard>> guards;
+  int64_t spins = 0;
+  bool sockets = false;
+  for (strata_comm* comm : comms) {
+    guards.push_back(std::make_unique<CallGuard>(comm));
+    spins = std::max(spins, comm->impl->spins());
+    sockets |= comm->impl->hasSockets();
+  }
+  std::vector<Started> started;
+  std::vector<std::unique_ptr<Fusion>> fusions;  // those submitted, to unpack
+  for (strata_comm* comm : comms) issueOn(comm, &started, &fusions);
+  queue_.clear();
+
+  driveUntil(
+      spins, sockets,
+      [&, next = size_t(0)]() mutable {
+        while (next < started.size() && started[next].request->done()) ++next;
+        return next == started.size();
+      },
+      [&](auto&& fn) {
+        for (strata_comm* comm : comms) comm->impl->forEachChannel(fn);
+      });
+  Status first;
+  for (const Started& s : started) {
+    const Status& outcome = s.request->status();
+    if (!outcome.isOk() && first.isOk()) {
+      first = outcome;
+      *failedComm = s.comm;
+    }
+    if (s.fusion && outcome.isOk()) s.fusion->unpack();
+  }
+  return first;
+}
+
+}  // namespace strata::api

@@ -1,0 +1,46 @@
+// A group: the calls one thread makes between strata_group_start and its
+// outermost strata_group_end, queued, then issued together: per communicator
+// (in order of first use) its collectives in call order, runs of small
+// allreduces fused (fusion.h), then its sends and receives as one exchange;
+// then one wait drives every communicator involved until all are done (one
+// may need another's progress: ranks meet in different orders).
+#pragma once
+
+#include <vector>
+
+#include "api_state.h"
+#include "fusion.h"
+
+namespace strata::api {
+
+class Group {
+ public:
+  // Queues a collective; the count and displacement arrays of v-variants are copied.
+  void defer(strata_comm* comm, const CollCall& call);
+  void defer(strata_comm* comm, const P2pOp& op);
+  // Issues everything queued and waits for it; returns the first failure
+  // and, in *failedComm, its communicator. The queue is emptied, its
+  // capacity (and the fusion buffers) kept for the next group.
+  Status issue(strata_comm** failedComm);
+
+ private:
+  struct Deferred {
+    strata_comm* comm;
+    bool p2p;
+    CollCall call;
+    P2pOp op;
+    std::vector<size_t> arrays;  // v-variants: the four count/displacement arrays
+  };
+  // One started request, and what to do when it is done.
+  struct Started {
+    std::unique_ptr<Request> request;
+    strata_comm* comm;
+    Fusion* fusion;  // unpacked on success, or null
+  };
+  void issueOn(strata_comm* comm, std::vector<Started>* started, std::vector<std::unique_ptr<Fusion>>* fusions);
+
+  std::vector<Deferred> queue_;
+  FusionBuffers buffers_;
+};
+
+}  // namespace strata::api

@@ -1,0 +1,41 @@
+#include "shm_slot_stores.h"
+
+namespace strata::shm {
+
+bool StoreChoice::next() {
+  ++ops_;
+  if (ops_ <= kAlternate) return ops_ % 2 == 0;
+  return ops_ % kExplore == 0 ? !best() : best();
+}
+
+bool StoreChoice::best() const {
+  return secondsPerByte_[1] > 0 && secondsPerByte_[1] * kMargin < secondsPerByte_[0];
+}
+
+void StoreChoice::record(bool nonTemporal, uint64_t bytes, double seconds) {
+  if (bytes > 0 && seconds > 0) secondsPerByte_[nonTemporal ? 1 : 0] = seconds / static_cast<double>(bytes);
+}
+
+void SlotStores::begin(const SlotTag& tag) {
+  Current& c = current_;
+  if (c.kind) {
+    c.kind->bytes = c.bytes;
+    if (c.timed) c.kind->choice.record(c.nonTemporal, c.bytes, c.lastPublish - c.start);
+  }
+  Kind* kind = nullptr;
+  for (Kind& k : kinds_)
+    if (k.desc == tag.desc && k.bytes > 0) kind = &k;
+  if (!kind) {
+    // A kind not seen lately: moved once with regular stores, untimed, to
+    // learn how many bytes it carries.
+    kind = &kinds_[nextKind_++ % kKinds];
+    *kind = Kind{tag.desc, 0, StoreChoice{}};
+  }
+  c = Current{tag, kind, false, kind->bytes >= minOpBytes_, 0, 0, 0};
+  if (c.timed) {
+    c.nonTemporal = kind->choice.next();
+    c.start = c.lastPublish = nowSeconds();
+  }
+}
+
+}  // namespace strata::shm
