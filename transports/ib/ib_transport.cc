@@ -10,6 +10,7 @@
 #include "params.h"
 #include "socket.h"
 #include "socket_mesh.h"
+#include "transport_factories.h"
 
 namespace strata::ib {
 namespace {
@@ -90,3 +91,9 @@ Status IbTransport::connect(const ConnectRequest& req, Connections& out) {
 }
 
 }  // namespace strata::ib
+
+namespace strata {
+
+std::unique_ptr<Transport> makeIbTransport() { return std::make_unique<ib::IbTransport>(); }
+
+}  // namespace strata

@@ -11,6 +11,7 @@
 #include "params.h"
 #include "socket_mesh.h"
 #include "tcp_connector.h"
+#include "transport_factories.h"
 
 namespace strata::tcp {
 namespace {
@@ -79,3 +80,9 @@ Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
 }
 
 }  // namespace strata::tcp
+
+namespace strata {
+
+std::unique_ptr<Transport> makeTcpTransport() { return std::make_unique<tcp::TcpTransport>(); }
+
+}  // namespace strata
