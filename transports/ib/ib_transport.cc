@@ -48,7 +48,8 @@ Status IbTransport::connect(const ConnectRequest& req, Connections& out) {
 
   const auto& hosts = *req.hosts;
   std::vector<std::shared_ptr<sockets::SocketLink>> sides(hosts.size());
-  for (int peer : req.peers) sides[peer] = std::make_shared<sockets::SocketLink>(fds[peer][0], peer, hosts[peer].hostname);
+  for (int peer : req.peers)
+    sides[peer] = std::make_shared<sockets::SocketLink>(fds[peer][0], peer, hosts[peer].hostname);
   // links[peer][channel]
   std::vector<std::vector<std::shared_ptr<Link>>> links(hosts.size());
   for (int peer : req.peers) {

@@ -36,7 +36,8 @@ void Stripes::addPollFds(std::vector<pollfd>& out, short events) const {
   for (const auto& l : links_) out.push_back({l->fd(), events, 0});
 }
 
-TcpSendConnector::TcpSendConnector(std::vector<std::shared_ptr<sockets::SocketLink>> links, size_t slotBytes, int nslots)
+TcpSendConnector::TcpSendConnector(std::vector<std::shared_ptr<sockets::SocketLink>> links, size_t slotBytes,
+                                   int nslots)
     : stripes_(std::move(links)), ring_(slotBytes, nslots) {}
 
 bool TcpSendConnector::sent(uint64_t message) const {
@@ -104,7 +105,8 @@ bool TcpSendConnector::progress() {
   return moved;
 }
 
-TcpRecvConnector::TcpRecvConnector(std::vector<std::shared_ptr<sockets::SocketLink>> links, size_t slotBytes, int nslots)
+TcpRecvConnector::TcpRecvConnector(std::vector<std::shared_ptr<sockets::SocketLink>> links, size_t slotBytes,
+                                   int nslots)
     : stripes_(std::move(links)), ring_(slotBytes, nslots), staging_(stripes_.size()) {
   for (Staging& st : staging_) st.data.reset(new char[kStagingBytes]);
 }
