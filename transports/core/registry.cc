@@ -1,26 +1,19 @@
-#include "shm_transport.h"
-#ifdef STRATA_HAVE_IB
-#include "ib_transport.h"
-#endif
-#include "tcp_transport.h"
 #include "transport.h"
-#ifdef STRATA_HAVE_UCX
-#include "ucx_transport.h"
-#endif
+#include "transport_factories.h"
 
 namespace strata {
 
 std::vector<std::unique_ptr<Transport>> makeTransports(topo::HostInfo* self) {
   std::vector<std::unique_ptr<Transport>> all;
   // Preference order: memory within a host, then RDMA, then sockets.
-  all.push_back(std::make_unique<shm::ShmTransport>());
+  all.push_back(makeShmTransport());
 #ifdef STRATA_HAVE_IB
-  all.push_back(std::make_unique<ib::IbTransport>());
+  all.push_back(makeIbTransport());
 #endif
-  all.push_back(std::make_unique<tcp::TcpTransport>());
+  all.push_back(makeTcpTransport());
 #ifdef STRATA_HAVE_UCX
   // Last, and tcp always connects: ucx is used only with STRATA_TRANSPORT=ucx.
-  all.push_back(std::make_unique<ucx::UcxTransport>());
+  all.push_back(makeUcxTransport());
 #endif
   for (auto& t : all) t->describeSelf(self);
   return all;

@@ -55,7 +55,7 @@ const char* hint(ibv_wc_status status) {
 
 }  // namespace
 
-Link::Link(Device& device, std::shared_ptr<tcp::TcpLink> side, const LinkConfig& config)
+Link::Link(Device& device, std::shared_ptr<sockets::SocketLink> side, const LinkConfig& config)
     : device_(device),
       side_(std::move(side)),
       config_(config),

@@ -29,7 +29,7 @@
 #include "connector.h"
 #include "ib_device.h"
 #include "ib_mr_cache.h"
-#include "tcp_connector.h"
+#include "socket_link.h"
 
 namespace strata::ib {
 
@@ -69,7 +69,7 @@ struct LinkConfig {
 
 class Link {
  public:
-  Link(Device& device, std::shared_ptr<tcp::TcpLink> side, const LinkConfig& config);
+  Link(Device& device, std::shared_ptr<sockets::SocketLink> side, const LinkConfig& config);
   ~Link();
   Link(const Link&) = delete;
   Link& operator=(const Link&) = delete;
@@ -125,7 +125,7 @@ class Link {
   void drainEvents();
 
   Device& device_;
-  std::shared_ptr<tcp::TcpLink> side_;
+  std::shared_ptr<sockets::SocketLink> side_;
   LinkConfig config_;
   size_t stride_;
   uint32_t sqDepth_;

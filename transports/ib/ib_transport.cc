@@ -10,6 +10,7 @@
 #include "params.h"
 #include "socket.h"
 #include "socket_mesh.h"
+#include "transport_factories.h"
 
 namespace strata::ib {
 namespace {
@@ -42,12 +43,13 @@ Status IbTransport::connect(const ConnectRequest& req, Connections& out) {
 
   // Collective even without peers: every rank takes part in the exchange.
   std::vector<std::vector<int>> fds;
-  STRATA_CHECK(tcp::connectMesh(req, kHelloMagic, 1, deadline, &fds));
+  STRATA_CHECK(sockets::connectMesh(req, kHelloMagic, 1, deadline, &fds));
   if (req.peers.empty()) return Status::ok();
 
   const auto& hosts = *req.hosts;
-  std::vector<std::shared_ptr<tcp::TcpLink>> sides(hosts.size());
-  for (int peer : req.peers) sides[peer] = std::make_shared<tcp::TcpLink>(fds[peer][0], peer, hosts[peer].hostname);
+  std::vector<std::shared_ptr<sockets::SocketLink>> sides(hosts.size());
+  for (int peer : req.peers)
+    sides[peer] = std::make_shared<sockets::SocketLink>(fds[peer][0], peer, hosts[peer].hostname);
   // links[peer][channel]
   std::vector<std::vector<std::shared_ptr<Link>>> links(hosts.size());
   for (int peer : req.peers) {
@@ -90,3 +92,9 @@ Status IbTransport::connect(const ConnectRequest& req, Connections& out) {
 }
 
 }  // namespace strata::ib
+
+namespace strata {
+
+std::unique_ptr<Transport> makeIbTransport() { return std::make_unique<ib::IbTransport>(); }
+
+}  // namespace strata

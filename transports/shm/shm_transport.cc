@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "log.h"
 #include "params.h"
+#include "transport_factories.h"
 
 namespace strata::shm {
 namespace {
@@ -79,3 +80,9 @@ Status ShmTransport::connect(const ConnectRequest& req, Connections& out) {
 }
 
 }  // namespace strata::shm
+
+namespace strata {
+
+std::unique_ptr<Transport> makeShmTransport() { return std::make_unique<shm::ShmTransport>(); }
+
+}  // namespace strata

@@ -2,39 +2,11 @@
 
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 namespace strata::tcp {
-
-TcpLink::TcpLink(int fd, int peerRank, std::string peerHost)
-    : fd_(fd), peerRank_(peerRank), peerHost_(std::move(peerHost)) {}
-
-TcpLink::~TcpLink() { close(fd_); }
-
-std::string TcpLink::peerName() const { return "rank " + std::to_string(peerRank_) + " on " + peerHost_; }
-
-void TcpLink::abort() {
-  shutdown(fd_, SHUT_RDWR);
-  fail(makeErrorQuiet(STRATA_ERR_REMOTE, "connection to %s aborted by this rank", peerName().c_str()));
-}
-
-bool TcpLink::ioFailed(ssize_t n, const char* what) {
-  if (n > 0) return false;
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
-  if (n == 0) {
-    fail(makeErrorQuiet(STRATA_ERR_REMOTE, "%s closed the connection (it failed, aborted or exited)",
-                        peerName().c_str()));
-  } else {
-    int err = errno;
-    fail(makeErrorQuiet(STRATA_ERR_REMOTE, "%s to %s failed: %s%s", what, peerName().c_str(), errnoText(err).c_str(),
-                        err == ETIMEDOUT ? " (no acknowledgement within STRATA_TIMEOUT: link down?)" : ""));
-  }
-  return true;
-}
 
 SlotRing::SlotRing(size_t slotBytes, int nslots)
     : slotBytes_(slotBytes),
@@ -43,7 +15,7 @@ SlotRing::SlotRing(size_t slotBytes, int nslots)
       headers_(static_cast<size_t>(nslots)),
       payloads_(static_cast<size_t>(nslots), nullptr) {}
 
-Stripes::Stripes(std::vector<std::shared_ptr<TcpLink>> links) : links_(std::move(links)) {
+Stripes::Stripes(std::vector<std::shared_ptr<sockets::SocketLink>> links) : links_(std::move(links)) {
   for (size_t i = 0; i < links_.size(); ++i) {
     next.push_back(i);
     offset.push_back(0);
@@ -64,7 +36,8 @@ void Stripes::addPollFds(std::vector<pollfd>& out, short events) const {
   for (const auto& l : links_) out.push_back({l->fd(), events, 0});
 }
 
-TcpSendConnector::TcpSendConnector(std::vector<std::shared_ptr<TcpLink>> links, size_t slotBytes, int nslots)
+TcpSendConnector::TcpSendConnector(std::vector<std::shared_ptr<sockets::SocketLink>> links, size_t slotBytes,
+                                   int nslots)
     : stripes_(std::move(links)), ring_(slotBytes, nslots) {}
 
 bool TcpSendConnector::sent(uint64_t message) const {
@@ -101,7 +74,7 @@ bool TcpSendConnector::publishFrom(const void* data, size_t bytes, const SlotTag
 bool TcpSendConnector::progress() {
   bool moved = false;
   for (size_t s = 0; s < stripes_.size(); ++s) {
-    TcpLink& link = stripes_.link(s);
+    sockets::SocketLink& link = stripes_.link(s);
     uint64_t& message = stripes_.next[s];
     size_t& offset = stripes_.offset[s];
     while (message < published_ && link.ok()) {
@@ -132,7 +105,8 @@ bool TcpSendConnector::progress() {
   return moved;
 }
 
-TcpRecvConnector::TcpRecvConnector(std::vector<std::shared_ptr<TcpLink>> links, size_t slotBytes, int nslots)
+TcpRecvConnector::TcpRecvConnector(std::vector<std::shared_ptr<sockets::SocketLink>> links, size_t slotBytes,
+                                   int nslots)
     : stripes_(std::move(links)), ring_(slotBytes, nslots), staging_(stripes_.size()) {
   for (Staging& st : staging_) st.data.reset(new char[kStagingBytes]);
 }
@@ -140,7 +114,7 @@ TcpRecvConnector::TcpRecvConnector(std::vector<std::shared_ptr<TcpLink>> links, 
 bool TcpRecvConnector::progress() {
   bool moved = false;
   for (size_t s = 0; s < stripes_.size(); ++s) {
-    TcpLink& link = stripes_.link(s);
+    sockets::SocketLink& link = stripes_.link(s);
     Staging& st = staging_[s];
     uint64_t& message = stripes_.next[s];
     size_t& offset = stripes_.offset[s];

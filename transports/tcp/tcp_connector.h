@@ -7,15 +7,12 @@
 // fills, and its slots stay in flight).
 #pragma once
 
-#include <sys/types.h>
-
 #include <atomic>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "connector.h"
-#include "link_error.h"
+#include "socket_link.h"
 
 namespace strata::tcp {
 
@@ -23,31 +20,6 @@ struct WireHeader {
   uint64_t seq;
   uint64_t desc;
   uint64_t bytes;
-};
-
-// The socket and its sticky error, shared by the two connectors on it. Any
-// thread may fail or abort a link (an abort comes from whichever thread
-// handles the communicator's failure) while another drives it.
-class TcpLink : public LinkError {
- public:
-  TcpLink(int fd, int peerRank, std::string peerHost);
-  ~TcpLink();
-  TcpLink(const TcpLink&) = delete;
-  TcpLink& operator=(const TcpLink&) = delete;
-
-  int fd() const { return fd_; }
-  // Shuts the socket down both ways: the peer reads end-of-stream at once.
-  void abort();
-  // Classifies the result of a send or recv on the socket: false if it
-  // moved bytes or would block, else records why the link failed (the peer
-  // closed it, or the error) and returns true.
-  bool ioFailed(ssize_t n, const char* what);
-  std::string peerName() const;
-
- private:
-  int fd_;
-  int peerRank_;
-  std::string peerHost_;
 };
 
 // Slot storage of one FIFO end.
@@ -74,9 +46,9 @@ class SlotRing {
 // sockets progress independently (STRATA_NSOCKS).
 class Stripes {
  public:
-  explicit Stripes(std::vector<std::shared_ptr<TcpLink>> links);
+  explicit Stripes(std::vector<std::shared_ptr<sockets::SocketLink>> links);
   size_t size() const { return links_.size(); }
-  TcpLink& link(size_t i) { return *links_[i]; }
+  sockets::SocketLink& link(size_t i) { return *links_[i]; }
   Status health() const;
   void abort();
   void addPollFds(std::vector<pollfd>& out, short events) const;
@@ -87,12 +59,12 @@ class Stripes {
   std::vector<size_t> offset;
 
  private:
-  std::vector<std::shared_ptr<TcpLink>> links_;
+  std::vector<std::shared_ptr<sockets::SocketLink>> links_;
 };
 
 class TcpSendConnector final : public SendConnector {
  public:
-  TcpSendConnector(std::vector<std::shared_ptr<TcpLink>> links, size_t slotBytes, int nslots);
+  TcpSendConnector(std::vector<std::shared_ptr<sockets::SocketLink>> links, size_t slotBytes, int nslots);
   void* acquire(size_t bytes) override;
   void publish(size_t bytes, const SlotTag& tag) override;
   bool sendsFromCaller() const override { return true; }
@@ -118,7 +90,7 @@ class TcpSendConnector final : public SendConnector {
 
 class TcpRecvConnector final : public RecvConnector {
  public:
-  TcpRecvConnector(std::vector<std::shared_ptr<TcpLink>> links, size_t slotBytes, int nslots);
+  TcpRecvConnector(std::vector<std::shared_ptr<sockets::SocketLink>> links, size_t slotBytes, int nslots);
   const void* peek(size_t* bytes, SlotTag* tag) override;
   void release() override;
   Status health() override { return stripes_.health(); }

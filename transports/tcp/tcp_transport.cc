@@ -11,6 +11,7 @@
 #include "params.h"
 #include "socket_mesh.h"
 #include "tcp_connector.h"
+#include "transport_factories.h"
 
 namespace strata::tcp {
 namespace {
@@ -50,7 +51,7 @@ Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
 
   // fds[peer][channel * nsocks + socket]
   std::vector<std::vector<int>> fds;
-  STRATA_CHECK(connectMesh(req, kHelloMagic, req.nchannels * nsocks, deadline, &fds));
+  STRATA_CHECK(sockets::connectMesh(req, kHelloMagic, req.nchannels * nsocks, deadline, &fds));
   auto closeAll = [&] {
     for (auto& socks : fds)
       for (int& fd : socks)
@@ -59,7 +60,7 @@ Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
 
   for (int peer : req.peers) {
     for (int ch = 0; ch < req.nchannels; ++ch) {
-      std::vector<std::shared_ptr<TcpLink>> links;
+      std::vector<std::shared_ptr<sockets::SocketLink>> links;
       for (int sock = 0; sock < nsocks; ++sock) {
         int& fd = fds[peer][ch * nsocks + sock];
         Status s = configure(fd, params::timeout());
@@ -67,7 +68,7 @@ Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
           closeAll();
           return s;
         }
-        links.push_back(std::make_shared<TcpLink>(fd, peer, hosts[peer].hostname));
+        links.push_back(std::make_shared<sockets::SocketLink>(fd, peer, hosts[peer].hostname));
         fd = -1;  // owned by the link from here on
       }
       out.send[ch][peer] = std::make_unique<TcpSendConnector>(links, req.slotBytes, req.nslots);
@@ -79,3 +80,9 @@ Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
 }
 
 }  // namespace strata::tcp
+
+namespace strata {
+
+std::unique_ptr<Transport> makeTcpTransport() { return std::make_unique<tcp::TcpTransport>(); }
+
+}  // namespace strata

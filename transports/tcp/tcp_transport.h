@@ -1,6 +1,6 @@
 // TCP between ranks that share no memory (other hosts, or any pair with
-// STRATA_TRANSPORT=tcp). Every rank listens on the interface tcp_interface.h
-// picks; for each channel, the lower rank of each pair connects to the higher
+// STRATA_TRANSPORT=tcp). The sockets service (socket_mesh.h) connects every
+// pair: for each channel, the lower rank of each pair connects to the higher
 // and introduces itself; one connection per (pair, channel) then carries
 // both directions. See README.md.
 #pragma once

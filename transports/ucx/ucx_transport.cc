@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "log.h"
 #include "params.h"
+#include "transport_factories.h"
 #include "ucx_connector.h"
 
 namespace strata::ucx {
@@ -212,3 +213,9 @@ Status UcxTransport::connect(const ConnectRequest& req, Connections& out) {
 }
 
 }  // namespace strata::ucx
+
+namespace strata {
+
+std::unique_ptr<Transport> makeUcxTransport() { return std::make_unique<ucx::UcxTransport>(); }
+
+}  // namespace strata

@@ -13,9 +13,9 @@
 #include "log.h"
 #include "params.h"
 #include "socket.h"
-#include "tcp_interface.h"
+#include "socket_interface.h"
 
-namespace strata::tcp {
+namespace strata::sockets {
 namespace {
 
 struct Hello {
@@ -118,4 +118,4 @@ Status connectMesh(const ConnectRequest& req, uint64_t magic, int perPeer, doubl
   return Status::ok();
 }
 
-}  // namespace strata::tcp
+}  // namespace strata::sockets

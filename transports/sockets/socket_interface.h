@@ -1,5 +1,6 @@
-// Which network interface (and address) the tcp transport listens on, chosen
-// like NCCL_SOCKET_IFNAME: STRATA_SOCKET_IFNAME lists name prefixes ("eth,ens"),
+// Which network interface (and address) socket_mesh.h listens on, for the
+// tcp transport's connections and ib's side channel alike, chosen like
+// NCCL_SOCKET_IFNAME: STRATA_SOCKET_IFNAME lists name prefixes ("eth,ens"),
 // exact names ("=eth0") or excluded prefixes ("^docker,lo"). Without it, any
 // interface that is up except loopback and docker*, falling back to loopback
 // when there is nothing else. IPv4 addresses are preferred to IPv6 (link-local
@@ -11,7 +12,7 @@
 #include "sockaddr.h"
 #include "status.h"
 
-namespace strata::tcp {
+namespace strata::sockets {
 
 struct Interface {
   std::string name;
@@ -23,4 +24,4 @@ Status chooseInterface(const std::string& spec, Interface* out);
 // True if interface `name` passes the STRATA_SOCKET_IFNAME-style `spec`.
 bool interfaceMatches(const std::string& spec, const std::string& name);
 
-}  // namespace strata::tcp
+}  // namespace strata::sockets

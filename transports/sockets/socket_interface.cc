@@ -1,4 +1,4 @@
-#include "tcp_interface.h"
+#include "socket_interface.h"
 
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -9,7 +9,7 @@
 #include "log.h"
 #include "name_list.h"
 
-namespace strata::tcp {
+namespace strata::sockets {
 
 bool interfaceMatches(const std::string& spec, const std::string& name) {
   if (spec.empty()) return !startsWith(name, "lo") && !startsWith(name, "docker");
@@ -55,11 +55,11 @@ Status chooseInterface(const std::string& spec, Interface* out) {
     std::memset(&out->addr.storage, 0, sizeof(out->addr.storage));
     std::memcpy(&out->addr.storage, best->ifa_addr, len);
     out->addr.len = static_cast<socklen_t>(len);
-    STRATA_INFO(NET, "tcp transport uses interface %s (%s)%s", out->name.c_str(), toString(out->addr).c_str(),
+    STRATA_INFO(NET, "tcp connections use interface %s (%s)%s", out->name.c_str(), toString(out->addr).c_str(),
                 spec.empty() ? "" : (" from STRATA_SOCKET_IFNAME=" + spec).c_str());
   }
   freeifaddrs(list);
   return result;
 }
 
-}  // namespace strata::tcp
+}  // namespace strata::sockets
