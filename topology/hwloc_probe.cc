@@ -266,7 +266,7 @@ TopologyProbe probeTopology(const std::vector<int>& affinity) {
   const std::string& synthetic = params::topoSynthetic();
   if (!cache->loaded || cache->file != file || cache->synthetic != synthetic) {
     // The old topology goes after the new one is loaded: hwloc unloads its
-    // plugins with the last topology, and loading them again costs ~10 ms.
+    // plugins with the last topology, and loading them again is slow.
     hwloc_topology_t old = cache->topology;
     std::string source = "unavailable";
     cache->topology = loadTopology(file, synthetic, &source);

@@ -4,7 +4,7 @@
 // STRATA_TOPO_SYNTHETIC, else the real machine with its I/O devices; a value
 // hwloc refuses is logged (naming the variable) and the real machine used
 // instead, so a typo never fails a communicator's init. Loading the real
-// machine with I/O discovery takes ~20 ms, so the loaded topology is kept for
+// machine with I/O discovery takes milliseconds, so the loaded topology is kept for
 // the process and reloaded only when those variables change; placing the
 // rank in it (package, NUMA node, nearest NIC) is redone at every call, since
 // the affinity mask may have changed.

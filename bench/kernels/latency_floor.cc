@@ -7,8 +7,8 @@
 // at once, and no software at all. Lines alternate between two per process,
 // so a value is never overwritten before the other side has read it (writing
 // iteration i+2 needs the peer's i+1, which it publishes only after reading i).
-// On a VM the time moves with where the two virtual cores sit on the host:
-// here 0.08-0.09 us at times and 0.38-0.40 us at others.
+// On a VM the time moves with where the two virtual cores sit on the host
+// (bench/README.md has what it measures here).
 //   strata-latency-floor [--iters N]     default 200000 per run, median of 5 runs
 #include <sys/mman.h>
 #include <sys/wait.h>

@@ -40,9 +40,8 @@ constexpr int64_t kSocketSpins = 64;
 // Sleeping there costs more than it saves: when every rank of a core sleeps,
 // the core halts, and the peer's message must then wake a halted virtual
 // core (tens of us here), while a yielding waiter keeps its core awake and
-// hands it to the rank it waits for at once. Measured on 2 cores, 8-byte
-// allreduce over TCP: 4 local ranks, rd 72 -> 34 us and ring 135 -> 44 us;
-// 2 namespaces x 2 ranks, tree 63 -> 23 us.
+// hands it to the rank it waits for at once (bench/README.md, "Measurements
+// behind the code", has the numbers).
 constexpr int64_t kOversubscribedSocketPolls = 256;
 
 // Fruitless polls in a row after which a thread waiting only on sockets

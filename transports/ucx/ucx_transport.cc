@@ -98,8 +98,7 @@ Status UcxTransport::init() {
     return STRATA_ERROR(STRATA_ERR_SYSTEM, "ucp_config_read failed: %s (check the UCX_* environment variables)",
                         ucs_status_string(s));
   // UCX 1.13 sends large messages over tcp by a rendezvous that runs at a
-  // tenth of the link here (0.1 GB/s against 1 for eager between two
-  // namespaces, bench/compare-transports); its newer protocols
+  // fraction of eager's bandwidth (bench/compare-transports); its newer protocols
   // (UCX_PROTO_ENABLE=y) are fast but abort the process when a failed
   // endpoint with queued sends is closed. So every message goes eager,
   // unless the user says otherwise.
