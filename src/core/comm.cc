@@ -154,17 +154,18 @@ Status Comm::build(const CollCall& call, PlannedCall* planned) {
   return Status::ok();
 }
 
-Status Comm::prepare(const CollCall& call, PlannedCall* scratch, const PlannedCall** planned, OpContext* ctx) {
+Status Comm::prepare(const CollCall& call, const PlannedCall** planned, OpContext* ctx) {
   if (PlanKey::cacheable(call)) {
     const PlanKey key = PlanKey::of(call);
     *planned = cache_.find(key);
     if (!*planned) {
-      STRATA_CHECK(build(call, scratch));
-      *planned = &cache_.insert(key, std::move(*scratch));
+      PlannedCall built;
+      STRATA_CHECK(build(call, &built));
+      *planned = &cache_.insert(key, std::move(built));
     }
   } else {
-    STRATA_CHECK(build(call, scratch));
-    *planned = scratch;
+    STRATA_CHECK(build(call, &uncached_));
+    *planned = &uncached_;
   }
   *ctx = (*planned)->ctx;
   ctx->input = static_cast<const char*>(call.sendbuf);
@@ -185,19 +186,17 @@ void Comm::traceStart(const PlanChoice& choice, const OpContext& ctx) const {
 }
 
 Status Comm::submit(const CollCall& call, bool callerWaits, Request* request) {
-  PlannedCall scratch;
   const PlannedCall* planned;
   OpContext ctx;
-  STRATA_CHECK(prepare(call, &scratch, &planned, &ctx));
+  STRATA_CHECK(prepare(call, &planned, &ctx));
   enqueue(ctx, planned->plans, planned->choice.nchannels, callerWaits, request);
   return Status::ok();
 }
 
 Status Comm::run(const CollCall& call, Request* request) {
-  PlannedCall scratch;
   const PlannedCall* planned;
   OpContext ctx;
-  STRATA_CHECK(prepare(call, &scratch, &planned, &ctx));
+  STRATA_CHECK(prepare(call, &planned, &ctx));
   Status outcome;
   if (planned->choice.nchannels == 1 && channels_[0].runNow((*planned->plans)[0], ctx, *this, spins_, &outcome)) {
     request->finishedAlone(outcome);
@@ -262,7 +261,9 @@ void Comm::enqueue(const OpContext& ctx, const std::shared_ptr<const PlanSet>& p
 }
 
 Status Comm::wait(Request& request) {
-  driveUntil(spins_, hasSockets_, [&] { return request.done(); }, [&](auto&& fn) { forEachChannel(fn); });
+  // An operation run at once is done already: no loop to set up.
+  if (!request.done())
+    driveUntil(spins_, hasSockets_, [&] { return request.done(); }, [&](auto&& fn) { forEachChannel(fn); });
   return request.status();
 }
 

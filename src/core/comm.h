@@ -84,8 +84,7 @@ class Comm final : public FailureSink {
   // The plans and context of `call` (from the cache, or built and kept
   // there), its context completed with this call's buffers and the next
   // sequence number.
-  // Uncached calls are built into `scratch`.
-  Status prepare(const CollCall& call, PlannedCall* scratch, const PlannedCall** planned, OpContext* ctx);
+  Status prepare(const CollCall& call, const PlannedCall** planned, OpContext* ctx);
   Status build(const CollCall& call, PlannedCall* planned);
   void traceStart(const PlanChoice& choice, const OpContext& ctx) const;
   // Puts the plans on their channels' queues.
@@ -108,6 +107,7 @@ class Comm final : public FailureSink {
   std::array<uint8_t, Channel::kDepth> barrierBytes_{};
   Planner planner_;
   PlanCache cache_;
+  PlannedCall uncached_;  // the last call the cache does not keep (v-variants)
   ExchangeSpec p2pSpec_;  // scratch for groups
 
   std::unique_ptr<boot::Bootstrap> bootstrap_;
