@@ -67,14 +67,15 @@ std::vector<Status> runAllreduce(int n, int channels, const AllreduceAlgorithm& 
                                  strata_op_t op, uint64_t count,
                                  std::vector<std::vector<char>>& inputs,
                                  std::vector<std::vector<char>>& outputs, bool inPlace,
-                                 uint64_t descOverride = 0, const Layout* layout = nullptr) {
+                                 uint64_t descOverride = 0, const Layout* layout = nullptr,
+                                 size_t slotBytes = kSlotBytes) {
   Mesh mesh(n, channels);
   std::vector<Status> results(n);
   std::vector<std::thread> threads;
   const size_t elem = strata_datatype_size(dt);
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      PlanShape shape{r, n, channels, kSlotBytes, elem, layout};
+      PlanShape shape{r, n, channels, slotBytes, elem, layout};
       std::vector<ChannelPlan> plans(channels);
       const int used = algo.has(kOneSlot) ? 1 : channels;
       algo.build(shape, count, used, plans);
@@ -274,6 +275,12 @@ TEST(Plans, SelectionFollowsTheModelAndOverrides) {
   Status bad = Tuning::create("bogus", 16384, model, shape, &t);
   EXPECT_EQ(bad.code(), STRATA_ERR_INVALID_ARGUMENT);
   EXPECT_NE(bad.message().find("STRATA_ALGO='bogus'"), std::string::npos) << bad.message();
+  // Every registered name is one STRATA_ALGO takes, and the error lists it.
+  for (const AllreduceAlgorithm* a : allreduceAlgorithms()) {
+    ASSERT_TRUE(Tuning::create(a->name, 16384, model, shape, &t).isOk()) << a->name;
+    EXPECT_EQ(t.describe(), std::string(a->name) + " (STRATA_ALGO)");
+    EXPECT_NE(bad.message().find(a->name), std::string::npos) << bad.message();
+  }
   LinkCost l;
   EXPECT_TRUE(parseLinkCost("30,1.5", "X", &l).isOk());
   EXPECT_EQ(l.latencyUs, 30);
@@ -376,6 +383,13 @@ TEST(Plans, LayoutWalksNodesThenSockets) {
   EXPECT_TRUE(flat.crossesNodes(2, 3));
 }
 
+// Floats of very different magnitudes, so that sums round differently in
+// different orders, with signed zeros for min.
+float inexactValue(int rank, uint64_t i) {
+  if (i % 7 == 0) return (rank % 2) ? -0.0f : 0.0f;
+  return static_cast<float>(std::sin(double(rank * 7919 + i)) * std::pow(10.0, double(i % 9) - 4));
+}
+
 // Inexact float sums: whatever order an algorithm adds in, every rank must
 // hold the same bits (and be close to the double-precision sum).
 TEST(Plans, EveryRankGetsTheSameBits) {
@@ -390,9 +404,7 @@ TEST(Plans, EveryRankGetsTheSameBits) {
         std::vector<double> ref(count, 0);
         for (int r = 0; r < n; ++r)
           for (uint64_t i = 0; i < count; ++i) {
-            // Values of very different magnitudes, with signed zeros for min.
-            float v = (i % 7 == 0) ? ((r % 2) ? -0.0f : 0.0f)
-                                   : static_cast<float>(std::sin(double(r * 7919 + i)) * std::pow(10.0, double(i % 9) - 4));
+            const float v = inexactValue(r, i);
             reinterpret_cast<float*>(in[r].data())[i] = v;
             ref[i] += v;
           }
@@ -406,6 +418,33 @@ TEST(Plans, EveryRankGetsTheSameBits) {
             ASSERT_NEAR(reinterpret_cast<float*>(out[0].data())[i], ref[i], 1e-4 * (1 + std::fabs(ref[i]))) << i;
         }
       }
+  }
+}
+
+// An algorithm with kSameBitsAnyChunking gives the same bits on one channel
+// of the test's slots as on two channels of quarter slots, for inexact sums
+// and for min over signed zeros.
+TEST(Plans, SameBitsAtAnyChunkingWhereTheRegistrySaysSo) {
+  for (const auto& nodeOf : std::vector<std::vector<int>>{{0, 0, 0}, {0, 0, 1, 1, 1}, {0, 1, 0, 1, 2, 2}}) {
+    const int n = static_cast<int>(nodeOf.size());
+    const Layout layout = layoutOf(nodeOf);
+    for (const AllreduceAlgorithm* algo : allreduceAlgorithms()) {
+      if (!algo->has(kSameBitsAnyChunking)) continue;
+      for (strata_op_t op : {STRATA_SUM, STRATA_MIN}) {
+        const uint64_t count = algo->has(kOneSlot) ? kSlotBytes / 4 / 4 : 5000;
+        std::vector<std::vector<char>> in(n, std::vector<char>(count * 4));
+        for (int r = 0; r < n; ++r)
+          for (uint64_t i = 0; i < count; ++i) reinterpret_cast<float*>(in[r].data())[i] = inexactValue(r, i);
+        std::vector<std::vector<char>> wide(n, std::vector<char>(count * 4)), narrow = wide;
+        for (const Status& s : runAllreduce(n, 1, *algo, STRATA_FLOAT32, op, count, in, wide, false, 0, &layout))
+          ASSERT_TRUE(s.isOk()) << s.message();
+        for (const Status& s :
+             runAllreduce(n, 2, *algo, STRATA_FLOAT32, op, count, in, narrow, false, 0, &layout, kSlotBytes / 4))
+          ASSERT_TRUE(s.isOk()) << s.message();
+        EXPECT_EQ(std::memcmp(wide[0].data(), narrow[0].data(), count * 4), 0)
+            << algo->name << " op " << op << " on " << n << " ranks";
+      }
+    }
   }
 }
 
