@@ -1,54 +1,71 @@
-// Allreduce algorithms: each builds, for one rank, the per-channel plans of an
-// allreduce of `count` elements. Plans depend only on (shape, count) and the
-// layout every rank shares, so every rank builds matching plans without
-// talking to the others.
+// Allreduce algorithms. Each one's file defines its descriptor: its name, how
+// it builds a rank's per-channel plans, what the cost model charges for it,
+// and what it supports. registry.def lists them; selection, STRATA_ALGO and
+// strata-info --algorithms read that list, and the build compiles the files
+// it names. Every algorithm serves allreduce and barrier (an allreduce of one
+// byte); its traits say what forcing it does to the other collectives.
+//
+// Plans depend only on (shape, count) and the layout every rank shares, so
+// every rank builds matching plans without talking to the others.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "plan.h"
-#include "status.h"
 
 namespace strata {
 
-enum class AllreduceAlgo { Ring, OneShot, RecursiveDoubling, HalvingDoubling, Tree, Hierarchical };
+struct CostView;
 
-const char* algoName(AllreduceAlgo algo);
+enum AllreduceTraits : uint32_t {
+  // Connectors may send from the caller's memory (OpContext::sendFromCaller):
+  // no step writes memory an earlier step sent from before the operation
+  // ends. kInputStable says so for calls out of place, kInputStableInPlace
+  // for calls in place, whose input is the output.
+  kInputStable = 1,
+  kInputStableInPlace = 2,
+  // Each element's result is the same bits whatever the slot size and the
+  // channel count: every element is folded in one fixed order of operands,
+  // which the chunking does not move. (Every algorithm gives every rank the
+  // same bits for one configuration.)
+  kSameBitsAnyChunking = 4,
+  // The whole buffer travels in one slot, on one channel; STRATA_ALGO
+  // forcing it fails for a larger buffer.
+  kOneSlot = 8,
+  // The cost model picks it only up to STRATA_ONESHOT_BYTES.
+  kUpToOneshotBytes = 16,
+  // STRATA_ALGO forcing it also forces broadcast, reduce and reduce_scatter
+  // to their direct (one-hop) or pipelined (chain, ring) form; otherwise
+  // their size chooses (STRATA_ONESHOT_BYTES).
+  kForcesDirect = 32,
+  kForcesPipelined = 64,
+};
 
-// Ring (ring.cc): reduce-scatter then allgather around the node-major order.
-void buildRingAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
-                        std::vector<ChannelPlan>& plans);
+struct AllreduceAlgorithm {
+  const char* name;     // as STRATA_ALGO spells it
+  const char* summary;  // what it does, for strata-info --algorithms
+  // This rank's plans on `nchannels` channels (1 with kOneSlot).
+  void (*build)(const PlanShape& shape, uint64_t count, int nchannels, std::vector<ChannelPlan>& plans);
+  // The model's estimate of one allreduce of `bytes`, in microseconds, for
+  // sizes within the limits (kOneSlot, kUpToOneshotBytes).
+  double (*costUs)(const CostView& v, double bytes);
+  uint32_t traits;  // AllreduceTraits
 
-// One-shot (oneshot.cc): every rank sends its input to every other rank and
-// folds all inputs in rank order. The buffer must fit one slot.
-void buildOneShotAllreduce(const PlanShape& shape, uint64_t count, std::vector<ChannelPlan>& plans);
+  bool has(uint32_t trait) const { return (traits & trait) == trait; }
+  // Whether connectors may send from the caller's memory for this call.
+  bool inputStable(bool inPlace) const { return has(inPlace ? kInputStableInPlace : kInputStable); }
+};
 
-// Recursive doubling (recursive_doubling.cc): log2 rounds of whole-buffer
-// swaps. Writes what it sends in the same round: no sending from the
-// caller's memory.
-void buildRecursiveDoubling(const PlanShape& shape, uint64_t count, int nchannels,
-                            std::vector<ChannelPlan>& plans);
+// Every descriptor, declared from the registry; each is defined in its file.
+#define STRATA_ALLREDUCE(descriptor, file) extern const AllreduceAlgorithm descriptor;
+#include "registry.def"
+#undef STRATA_ALLREDUCE
 
-// Halving-doubling, Rabenseifner's (halving_doubling.cc).
-void buildHalvingDoubling(const PlanShape& shape, uint64_t count, int nchannels,
-                          std::vector<ChannelPlan>& plans);
-
-// Pipelined tree over the hierarchy (tree.cc): chains within nodes, a binary
-// tree between them.
-void buildTreeAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
-                        std::vector<ChannelPlan>& plans);
-
-// Hierarchical (hierarchical.cc): node reduce-scatter, allreduce between
-// nodes, node allgather. The flat ring on one node or one rank per node.
-void buildHierarchicalAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
-                                std::vector<ChannelPlan>& plans);
-
-// Builds `algo`'s plans on `nchannels` channels (one-shot always uses one).
-void buildAllreduce(AllreduceAlgo algo, const PlanShape& shape, uint64_t count, int nchannels,
-                    std::vector<ChannelPlan>& plans);
-
-// Whether connectors may send from the caller's memory (OpContext::sendFromCaller).
-bool allreduceInputStable(AllreduceAlgo algo, bool inPlace);
+// In registry.def's order, which breaks the cost model's ties.
+const std::vector<const AllreduceAlgorithm*>& allreduceAlgorithms();
+// The algorithm STRATA_ALGO calls `name`, null if none.
+const AllreduceAlgorithm* findAllreduce(const std::string& name);
 
 }  // namespace strata

@@ -17,12 +17,21 @@
 // phase, and the doubling phase only overwrites a range with its final
 // value, which depends on the data sent: connectors may send straight from
 // the caller's memory.
+//
+// Every element's operands are grouped by the same rounds whatever the
+// chunking, but the rank that keeps it in a round, and so which operand
+// comes first (the partner's), follows where the halves split, which the
+// channel count and alignment move. Sums and products come out the same
+// (IEEE addition and multiplication commute), min and max of -0 and +0, or
+// of NaNs, may not: not the same bits at any chunking.
 #include <algorithm>
 
 #include "allreduce.h"
+#include "cost_model.h"
 #include "pairwise.h"
 
 namespace strata {
+namespace {
 
 void buildHalvingDoubling(const PlanShape& shape, uint64_t count, int nchannels,
                           std::vector<ChannelPlan>& plans) {
@@ -65,5 +74,24 @@ void buildHalvingDoubling(const PlanShape& shape, uint64_t count, int nchannels,
     endFold(steps, shape, fold, all);
   });
 }
+
+double hdUs(const CostView& v, double bytes) {
+  const Fold f = Fold::of(v.shape.nranks, 0);
+  double t = foldCostUs(v, f, bytes);
+  double part = bytes;
+  const double efficiency = f.p > 2 ? kExchangeEfficiency : 1.0;
+  for (int bit = 1; bit < f.p; bit *= 2) {
+    part /= 2;
+    const RoundCost r = roundCost(v, f, bit);
+    t += 2 * (r.latencyUs + part / (r.link.gbps * 1e3) / efficiency) + v.reduceUs(part);
+  }
+  return t;
+}
+
+}  // namespace
+
+const AllreduceAlgorithm kHalvingDoubling{
+    "hd", "halving-doubling (Rabenseifner): reduce-scatter by halving, allgather by doubling",
+    buildHalvingDoubling, hdUs, kInputStable | kInputStableInPlace};
 
 }  // namespace strata

@@ -15,19 +15,25 @@
 // among the ranks whose blocks contain it. Every rank walks its segments in
 // ascending order, so the segment all its ranks are waiting on always
 // completes. Final values are computed once (in step 2's rings) and copied,
-// so every rank gets the same bits.
+// so every rank gets the same bits; as in the ring, where the blocks fall,
+// and so the order an element's operands are folded in, follows the slot
+// size and the channel count.
 #include <algorithm>
 
 #include "allreduce.h"
+#include "cost_model.h"
 #include "ring_pass.h"
 
 namespace strata {
+namespace {
+
+// One node, or one rank per node: nothing to split into levels.
+bool flat(int nodes, int nranks) { return nodes == 1 || nodes == nranks; }
 
 void buildHierarchicalAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
                                 std::vector<ChannelPlan>& plans) {
-  // One node, or one rank per node: nothing to split into levels.
-  if (!shape.layout || shape.layout->nodes() == 1 || shape.layout->nodes() == shape.nranks)
-    return buildRingAllreduce(shape, count, nchannels, plans);
+  if (!shape.layout || flat(shape.layout->nodes(), shape.nranks))
+    return kRingAllreduce.build(shape, count, nchannels, plans);
   const auto& h = shape.layout->hierarchy;
   const int nodes = static_cast<int>(h.nodes.size());
   const int node = h.nodeOf[shape.rank];
@@ -78,5 +84,35 @@ void buildHierarchicalAllreduce(const PlanShape& shape, uint64_t count, int ncha
     }
   }
 }
+
+double hierUs(const CostView& v, double bytes) {
+  const int nodes = v.nodes();
+  if (flat(nodes, v.shape.nranks)) return kRingAllreduce.costUs(v, bytes);
+  const int local = v.mostPerNode();
+  // Each local rank runs its own ring over the nodes on 1/local of the
+  // buffer, over its own connections, all crossing at once (pairwise.h's
+  // RoundCost says why that costs a latency per crossing rank). The buffer
+  // goes slice by slice (a slot per local rank). Within a slice each phase
+  // waits for the one before, as halving-doubling's rounds do
+  // (kExchangeEfficiency), but a rank's sends run ahead of its receives, so
+  // the node's memory phases of one slice overlap the network phase of
+  // another: the slower level sets the pace, and the faster one shows only
+  // while the pipeline fills and drains (docs/design.md has the
+  // measurement).
+  const double shmUs = 2 * (local - 1) * (bytes / local) / (v.model.shm.gbps * 1e3);
+  const double netUs = 2 * (nodes - 1) * (bytes / local / nodes) / (v.model.net.gbps * 1e3);
+  const double slice = static_cast<double>(v.shape.slotBytes) * local;
+  const double fill = std::min(1.0, slice / bytes);
+  const double latencyUs =
+      2 * (local - 1) * v.model.shm.latencyUs + 2 * (nodes - 1) * local * v.model.net.latencyUs;
+  return latencyUs + (std::max(shmUs, netUs) + fill * std::min(shmUs, netUs)) / kExchangeEfficiency +
+         v.reduceUs(bytes * (local - 1) / local + bytes / local * (nodes - 1) / nodes);
+}
+
+}  // namespace
+
+const AllreduceAlgorithm kHierarchicalAllreduce{
+    "hier", "node reduce-scatter (shm), one ring per local rank between nodes (net), node allgather",
+    buildHierarchicalAllreduce, hierUs, kInputStable | kInputStableInPlace};
 
 }  // namespace strata

@@ -59,4 +59,26 @@ void endFold(std::vector<Step>& steps, const PlanShape& shape, const Fold& fold,
                    shape.slotElems());
 }
 
+RoundCost roundCost(const CostView& v, const Fold& f, int bit) {
+  int crossers = 0;
+  if (v.shape.layout) {
+    std::vector<int> perNode(v.nodes(), 0);
+    for (int vpos = 0; vpos < f.p; ++vpos) {
+      const int pos = f.posOfVirtual(vpos, v.shape.nranks);
+      if (v.cross(pos, f.posOfVirtual(vpos ^ bit, v.shape.nranks)))
+        crossers = std::max(crossers, ++perNode[v.shape.layout->hierarchy.nodeOf[v.shape.rankAt(pos)]]);
+    }
+  }
+  if (crossers == 0) return {v.model.shm, v.model.shm.latencyUs};
+  return {v.model.net, crossers * v.model.net.latencyUs};
+}
+
+double foldCostUs(const CostView& v, const Fold& f, double bytes) {
+  if (f.p == v.shape.nranks) return 0;
+  const LinkCost* worst = &v.model.shm;
+  for (int pos = 0; pos + 1 < 2 * (v.shape.nranks - f.p); pos += 2)
+    if (v.cross(pos, pos + 1)) worst = &v.model.net;
+  return 2 * worst->us(bytes) + v.reduceUs(bytes);
+}
+
 }  // namespace strata

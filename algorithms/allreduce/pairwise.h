@@ -1,9 +1,12 @@
 // Pieces shared by the algorithms that pair ranks up by position bits
-// (recursive doubling, halving-doubling).
+// (recursive doubling, halving-doubling): the fold of a rank count that is
+// not a power of two, the exchange of a round, and what the cost model
+// charges for both.
 #pragma once
 
 #include <vector>
 
+#include "cost_model.h"
 #include "plan.h"
 
 namespace strata {
@@ -45,5 +48,20 @@ struct Exchange {
   uint8_t recvFlags;
 };
 void appendExchange(std::vector<Step>& steps, const Exchange& x, uint64_t slotElems);
+
+// One round of exchanges at distance `bit` in the virtual order, as the cost
+// model sees it: the slowest link a pair uses, and the round's latency.
+// Ranks of one node whose partners are on other nodes cross at once, and a
+// crossing's latency is mostly work on the node (system calls, protocol
+// processing, a NIC's per-message cost), which queues: the round pays the
+// network latency once per crossing rank of the busiest node.
+struct RoundCost {
+  const LinkCost& link;
+  double latencyUs;
+};
+RoundCost roundCost(const CostView& v, const Fold& f, int bit);
+// The fold and the hand-back around the rounds: `bytes` over the slowest
+// folding pair's link each way, and the fold's reduction.
+double foldCostUs(const CostView& v, const Fold& f, double bytes);
 
 }  // namespace strata

@@ -9,16 +9,18 @@
 // position's value) op (higher's) from the same two values, so every rank
 // ends with the same bits (even for min/max of -0 and +0, or NaNs). The latency is log2(p) hops against the ring's 2(n-1);
 // the bytes, p's log2 times the buffer, make it a small-message algorithm.
+// Every element goes through the same rounds in the same operand order
+// whatever range or slot it is in: the same bits at any chunking.
 //
 // A round writes the output that the same round sends from, so sends must
-// copy into slots (the planner does not let connectors send from the
-// caller's memory for this algorithm).
+// copy into slots (connectors may not send from the caller's memory).
 #include <algorithm>
 
 #include "allreduce.h"
 #include "pairwise.h"
 
 namespace strata {
+namespace {
 
 void buildRecursiveDoubling(const PlanShape& shape, uint64_t count, int nchannels,
                             std::vector<ChannelPlan>& plans) {
@@ -40,5 +42,21 @@ void buildRecursiveDoubling(const PlanShape& shape, uint64_t count, int nchannel
     endFold(steps, shape, fold, all);
   });
 }
+
+double rdUs(const CostView& v, double bytes) {
+  const Fold f = Fold::of(v.shape.nranks, 0);
+  double t = foldCostUs(v, f, bytes);
+  for (int bit = 1; bit < f.p; bit *= 2) {
+    const RoundCost r = roundCost(v, f, bit);
+    t += r.latencyUs + bytes / (r.link.gbps * 1e3) + v.reduceUs(bytes);
+  }
+  return t;
+}
+
+}  // namespace
+
+const AllreduceAlgorithm kRecursiveDoubling{
+    "rd", "recursive doubling: log2(n) swaps of the whole buffer", buildRecursiveDoubling, rdUs,
+    kSameBitsAnyChunking};
 
 }  // namespace strata

@@ -10,10 +10,13 @@
 // then broadcast chunk c), so the broadcast of a chunk overlaps the
 // reduction of the next. The final value of each chunk is computed at the
 // root; with two roots, at both, as (node 0's partial) op (node 1's partial)
-// on each, so every rank still gets the same bits.
+// on each, so every rank still gets the same bits. Every chunk is folded
+// the same way, each rank folding each child's partial in front of what it
+// holds, children in a fixed order: the same bits at any chunking.
 #include <algorithm>
 
 #include "allreduce.h"
+#include "cost_model.h"
 #include "node_tree.h"
 
 namespace strata {
@@ -108,8 +111,6 @@ void broadcastDown(std::vector<Step>& steps, const TreeLinks& t, uint64_t off, u
   for (size_t i = first; i < end; ++i) steps.push_back(step(Prim::Send, -1, ch[i], off, len, kInFromOutput));
 }
 
-}  // namespace
-
 void buildTreeAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
                         std::vector<ChannelPlan>& plans) {
   const TreeLinks t = treeLinks(shape);
@@ -126,5 +127,27 @@ void buildTreeAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
     }
   });
 }
+
+double treeUs(const CostView& v, double bytes) {
+  const int chain = v.mostPerNode() - 1;
+  const LinkCost& slow = v.nodes() > 1 ? v.model.net : v.model.shm;
+  // Up and down, each hop once per chunk. Pipelined, the links work at once:
+  // the slowest carries the buffer once each way, and the busiest rank (a
+  // node leader with two child nodes and a chain) moves it four times, the
+  // moves beyond the slow link's at memory speed.
+  const double fanout = v.nodes() > 2 ? 4 : (v.nodes() > 1 ? 3 : 2);
+  const double latencyUs =
+      2 * chain * v.model.shm.latencyUs + NodeTree::of(v.nodes()).crossings() * v.model.net.latencyUs;
+  return latencyUs + bytes / (slow.gbps * 1e3) + (fanout - 1) * bytes / (v.model.shm.gbps * 1e3) +
+         v.reduceUs(bytes * (fanout - 1));
+}
+
+}  // namespace
+
+const AllreduceAlgorithm kTreeAllreduce{
+    "tree",
+    "pipelined: chains within nodes, a binary tree between nodes (or two roots that swap partials, when "
+    "that crosses fewer times), reduce up then broadcast down",
+    buildTreeAllreduce, treeUs, kInputStable | kInputStableInPlace | kSameBitsAnyChunking};
 
 }  // namespace strata

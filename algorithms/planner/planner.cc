@@ -25,8 +25,7 @@ Status Planner::choose(const CollCall& call, const PlanShape& shape, const Tunin
     case Coll::Barrier: {
       AllreduceChoice c;
       STRATA_CHECK(tuning.chooseAllreduce(shape, call.count, &c));
-      *choice = {algoName(c.algo), c.nchannels, allreduceInputStable(c.algo, call.sendbuf == call.recvbuf),
-                 c.algo, false};
+      *choice = {c.algo->name, c.nchannels, c.algo->inputStable(call.sendbuf == call.recvbuf), c.algo, false};
       return Status::ok();
     }
     case Coll::Broadcast:
@@ -59,7 +58,7 @@ Status Planner::plan(const CollCall& call, const PlanShape& shape, const Tuning&
   switch (call.coll) {
     case Coll::Allreduce:
     case Coll::Barrier:
-      buildAllreduce(choice->allreduce, shape, call.count, nch, plans);
+      choice->allreduce->build(shape, call.count, nch, plans);
       break;
     case Coll::Broadcast:
       buildBroadcast(shape, call.count, call.root, choice->direct, nch, plans);

@@ -35,9 +35,9 @@ struct PlanChoice {
   const char* algo;  // for logs and strata-perf
   int nchannels;     // channels the plans use
   // No step writes memory an earlier step sent from before the operation
-  // ends (OpContext::sendFromCaller); see allreduceInputStable.
+  // ends (OpContext::sendFromCaller); see kInputStable.
   bool inputStable = true;
-  AllreduceAlgo allreduce = AllreduceAlgo::Ring;  // allreduce and barrier
+  const AllreduceAlgorithm* allreduce = nullptr;  // allreduce and barrier
   bool direct = false;  // broadcast, reduce, reduce_scatter: one hop to or from every rank
 };
 

@@ -2,10 +2,13 @@
 //   strata-info             version, reduction instruction set, transports
 //   strata-info --params    every STRATA_* variable as a Markdown table (the
 //                           README's table is this output, checked by a test)
+//   strata-info --algorithms  the allreduce algorithms STRATA_ALGO can force,
+//                           from the registry, with what each supports
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "allreduce.h"
 #include "params.h"
 #include "kernels.h"
 #include "strata/strata.h"
@@ -29,6 +32,26 @@ void printParams() {
   }
 }
 
+void printAlgorithms() {
+  using namespace strata;
+  std::printf("| `STRATA_ALGO` | allreduce algorithm | sends from the caller's memory | same bits at any slot size "
+              "and channel count | limits | forcing it also forces |\n| --- | --- | --- | --- | --- | --- |\n");
+  for (const AllreduceAlgorithm* a : allreduceAlgorithms()) {
+    const char* stable = a->has(kInputStable | kInputStableInPlace) ? "yes"
+                         : a->has(kInputStable)                     ? "out of place"
+                                                                    : "no";
+    std::string limits;
+    if (a->has(kOneSlot)) limits = "one slot (`STRATA_SLOT_BYTES`)";
+    if (a->has(kUpToOneshotBytes))
+      limits += std::string(limits.empty() ? "" : "; ") + "chosen up to `STRATA_ONESHOT_BYTES`";
+    const char* forces = a->has(kForcesDirect)      ? "direct broadcast, reduce, reduce_scatter"
+                         : a->has(kForcesPipelined) ? "chains for broadcast and reduce, ring reduce_scatter"
+                                                    : "nothing: their size decides";
+    std::printf("| `%s` | %s | %s | %s | %s | %s |\n", a->name, escapeCell(a->summary).c_str(), stable,
+                a->has(kSameBitsAnyChunking) ? "yes" : "no", limits.empty() ? "none" : limits.c_str(), forces);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -36,8 +59,12 @@ int main(int argc, char** argv) {
     printParams();
     return 0;
   }
+  if (argc > 1 && std::strcmp(argv[1], "--algorithms") == 0) {
+    printAlgorithms();
+    return 0;
+  }
   if (argc > 1) {
-    std::fprintf(stderr, "usage: %s [--params]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--params | --algorithms]\n", argv[0]);
     return 2;
   }
   std::printf("strata %d.%d.%d\n", STRATA_VERSION_MAJOR, STRATA_VERSION_MINOR, STRATA_VERSION_PATCH);

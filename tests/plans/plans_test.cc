@@ -51,10 +51,6 @@ struct Mesh {
   }
 };
 
-constexpr AllreduceAlgo kAlgos[] = {AllreduceAlgo::Ring, AllreduceAlgo::OneShot,
-                                     AllreduceAlgo::RecursiveDoubling, AllreduceAlgo::HalvingDoubling,
-                                     AllreduceAlgo::Tree, AllreduceAlgo::Hierarchical};
-
 // A layout from each rank's node index (and package, default 0).
 Layout layoutOf(const std::vector<int>& nodeOfRank, const std::vector<int>& packageOfRank = {}) {
   std::vector<topo::HostInfo> hosts(nodeOfRank.size());
@@ -67,21 +63,22 @@ Layout layoutOf(const std::vector<int>& nodeOfRank, const std::vector<int>& pack
 }
 
 // Runs one allreduce with `algo` on n threads; returns each rank's status.
-std::vector<Status> runAllreduce(int n, int channels, AllreduceAlgo algo, strata_datatype_t dt,
+std::vector<Status> runAllreduce(int n, int channels, const AllreduceAlgorithm& algo, strata_datatype_t dt,
                                  strata_op_t op, uint64_t count,
                                  std::vector<std::vector<char>>& inputs,
                                  std::vector<std::vector<char>>& outputs, bool inPlace,
-                                 uint64_t descOverride = 0, const Layout* layout = nullptr) {
+                                 uint64_t descOverride = 0, const Layout* layout = nullptr,
+                                 size_t slotBytes = kSlotBytes) {
   Mesh mesh(n, channels);
   std::vector<Status> results(n);
   std::vector<std::thread> threads;
   const size_t elem = strata_datatype_size(dt);
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      PlanShape shape{r, n, channels, kSlotBytes, elem, layout};
+      PlanShape shape{r, n, channels, slotBytes, elem, layout};
       std::vector<ChannelPlan> plans(channels);
-      const int used = algo == AllreduceAlgo::OneShot ? 1 : channels;
-      buildAllreduce(algo, shape, count, used, plans);
+      const int used = algo.has(kOneSlot) ? 1 : channels;
+      algo.build(shape, count, used, plans);
       OpContext ctx;
       ctx.input = inputs[r].data();
       ctx.output = inPlace ? inputs[r].data() : outputs[r].data();
@@ -136,7 +133,7 @@ double inputValue(int rank, uint64_t i, strata_op_t op) {
 }
 
 template <typename T>
-void fillAndCheck(int n, int channels, AllreduceAlgo algo, strata_datatype_t dt, strata_op_t op,
+void fillAndCheck(int n, int channels, const AllreduceAlgorithm& algo, strata_datatype_t dt, strata_op_t op,
                   uint64_t count, bool inPlace, const Layout* layout = nullptr) {
   const double scale = std::is_floating_point<T>::value ? 0.25 : 1.0;
   std::vector<std::vector<char>> in(n, std::vector<char>(count * sizeof(T) + 1));
@@ -148,7 +145,7 @@ void fillAndCheck(int n, int channels, AllreduceAlgo algo, strata_datatype_t dt,
   const int nodes = layout ? layout->nodes() : 1;
   for (int r = 0; r < n; ++r)
     ASSERT_TRUE(results[r].isOk()) << "rank " << r << " of " << n << " on " << nodes << " nodes, "
-                                   << algoName(algo) << ", count " << count << ": " << results[r].message();
+                                   << algo.name << ", count " << count << ": " << results[r].message();
   for (uint64_t i = 0; i < count; ++i) {
     double acc = inputValue(0, i, op) * (op == STRATA_PROD ? 1 : scale);
     for (int r = 1; r < n; ++r) {
@@ -168,7 +165,7 @@ void fillAndCheck(int n, int channels, AllreduceAlgo algo, strata_datatype_t dt,
       T got = reinterpret_cast<const T*>(buf.data())[i];
       ASSERT_EQ(got, static_cast<T>(expect)) << "rank " << r << " element " << i << " of " << count
                                               << " n=" << n << " nodes=" << nodes << " "
-                                              << algoName(algo) << (inPlace ? " in place" : "");
+                                              << algo.name << (inPlace ? " in place" : "");
     }
   }
   // Nothing written past the end.
@@ -183,21 +180,21 @@ TEST_P(RingPlans, MatchReferenceForOddCounts) {
   for (int channels : {1, 3})
     for (uint64_t count : {uint64_t(1), uint64_t(7), uint64_t(1023), slotElems + 1, slotElems * n * 2 + 13})
       for (bool inPlace : {false, true}) {
-        fillAndCheck<float>(n, channels, AllreduceAlgo::Ring, STRATA_FLOAT32, STRATA_SUM, count, inPlace);
-        fillAndCheck<int32_t>(n, channels, AllreduceAlgo::Ring, STRATA_INT32, STRATA_MAX, count, inPlace);
+        fillAndCheck<float>(n, channels, kRingAllreduce, STRATA_FLOAT32, STRATA_SUM, count, inPlace);
+        fillAndCheck<int32_t>(n, channels, kRingAllreduce, STRATA_INT32, STRATA_MAX, count, inPlace);
       }
-  fillAndCheck<double>(n, 2, AllreduceAlgo::Ring, STRATA_FLOAT64, STRATA_AVG, 5000, false);
-  fillAndCheck<int64_t>(n, 2, AllreduceAlgo::Ring, STRATA_INT64, STRATA_PROD, 3001, true);
-  fillAndCheck<int32_t>(n, 1, AllreduceAlgo::Ring, STRATA_INT32, STRATA_AVG, 999, false);
+  fillAndCheck<double>(n, 2, kRingAllreduce, STRATA_FLOAT64, STRATA_AVG, 5000, false);
+  fillAndCheck<int64_t>(n, 2, kRingAllreduce, STRATA_INT64, STRATA_PROD, 3001, true);
+  fillAndCheck<int32_t>(n, 1, kRingAllreduce, STRATA_INT32, STRATA_AVG, 999, false);
 }
 
 TEST_P(RingPlans, OneShotMatchesReference) {
   const int n = GetParam();
   for (uint64_t count : {1, 8, 9, 1000})
     for (bool inPlace : {false, true}) {
-      fillAndCheck<float>(n, 1, AllreduceAlgo::OneShot, STRATA_FLOAT32, STRATA_SUM, count, inPlace);
-      fillAndCheck<int32_t>(n, 1, AllreduceAlgo::OneShot, STRATA_INT32, STRATA_MIN, count, inPlace);
-      fillAndCheck<double>(n, 1, AllreduceAlgo::OneShot, STRATA_FLOAT64, STRATA_AVG, count, inPlace);
+      fillAndCheck<float>(n, 1, kOneShotAllreduce, STRATA_FLOAT32, STRATA_SUM, count, inPlace);
+      fillAndCheck<int32_t>(n, 1, kOneShotAllreduce, STRATA_INT32, STRATA_MIN, count, inPlace);
+      fillAndCheck<double>(n, 1, kOneShotAllreduce, STRATA_FLOAT64, STRATA_AVG, count, inPlace);
     }
 }
 
@@ -210,7 +207,7 @@ TEST(Plans, RingStepsCoverEveryElementOnce) {
     for (uint64_t count : {uint64_t(1), uint64_t(100), uint64_t(12345)}) {
       for (int r = 0; r < n; ++r) {
         std::vector<ChannelPlan> plans(2);
-        buildRingAllreduce(PlanShape{r, n, 2, kSlotBytes, 4}, count, 2, plans);
+        kRingAllreduce.build(PlanShape{r, n, 2, kSlotBytes, 4}, count, 2, plans);
         std::vector<int> written(count, 0);
         for (const auto& p : plans)
           for (const auto& s : p.steps)
@@ -227,7 +224,7 @@ TEST(Plans, MismatchedOperationIsReported) {
   const int n = 3;
   std::vector<std::vector<char>> in(n, std::vector<char>(400)), out(n, std::vector<char>(400));
   uint64_t wrong = OpDesc{Coll::Allreduce, STRATA_FLOAT32, STRATA_SUM, 99}.pack();
-  auto results = runAllreduce(n, 1, AllreduceAlgo::OneShot, STRATA_FLOAT32, STRATA_SUM, 100, in, out, false, wrong);
+  auto results = runAllreduce(n, 1, kOneShotAllreduce, STRATA_FLOAT32, STRATA_SUM, 100, in, out, false, wrong);
   int mismatches = 0;
   for (int r = 0; r < n; ++r) {
     ASSERT_FALSE(results[r].isOk()) << "rank " << r;
@@ -249,35 +246,41 @@ TEST(Plans, SelectionFollowsTheModelAndOverrides) {
   for (uint64_t bytes : {uint64_t(8), uint64_t(4096), uint64_t(1) << 20, uint64_t(256) << 20}) {
     AllreduceChoice c;
     ASSERT_TRUE(t.chooseAllreduce(shape, bytes / 4, &c).isOk());
-    double chosen = estimateUs(model, c.algo, shape, bytes, 16384);
-    for (AllreduceAlgo a : kAlgos)
-      EXPECT_LE(chosen, estimateUs(model, a, shape, bytes, 16384) * 1.0000001)
-          << bytes << " bytes: " << algoName(c.algo) << " chosen over " << algoName(a) << " (" << t.describe() << ")";
+    double chosen = estimateUs(model, *c.algo, shape, bytes, 16384);
+    for (const AllreduceAlgorithm* a : allreduceAlgorithms())
+      EXPECT_LE(chosen, estimateUs(model, *a, shape, bytes, 16384) * 1.0000001)
+          << bytes << " bytes: " << c.algo->name << " chosen over " << a->name << " (" << t.describe() << ")";
   }
   // Small sizes are latency-bound: the ring's 6 network hops lose.
   AllreduceChoice c;
   ASSERT_TRUE(t.chooseAllreduce(shape, 2, &c).isOk());
-  EXPECT_NE(c.algo, AllreduceAlgo::Ring);
+  EXPECT_NE(c.algo, &kRingAllreduce);
   EXPECT_EQ(c.nchannels, 1);
   // One-shot is never picked beyond its limit.
   ASSERT_TRUE(Tuning::create("", 0, model, shape, &t).isOk());
   ASSERT_TRUE(t.chooseAllreduce(shape, 2, &c).isOk());
-  EXPECT_NE(c.algo, AllreduceAlgo::OneShot);
+  EXPECT_NE(c.algo, &kOneShotAllreduce);
 
   ASSERT_TRUE(Tuning::create("ring", 16384, model, shape, &t).isOk());
   ASSERT_TRUE(t.chooseAllreduce(shape, 2, &c).isOk());
-  EXPECT_EQ(c.algo, AllreduceAlgo::Ring);
+  EXPECT_EQ(c.algo, &kRingAllreduce);
   EXPECT_FALSE(t.useDirect(8));
   ASSERT_TRUE(Tuning::create("oneshot", 16384, model, shape, &t).isOk());
   EXPECT_EQ(t.chooseAllreduce(shape, 1 << 20, &c).code(), STRATA_ERR_INVALID_USAGE);
   EXPECT_TRUE(t.useDirect(1 << 20));
   ASSERT_TRUE(Tuning::create("hd", 16384, model, shape, &t).isOk());
   ASSERT_TRUE(t.chooseAllreduce(shape, 1 << 20, &c).isOk());
-  EXPECT_EQ(c.algo, AllreduceAlgo::HalvingDoubling);
+  EXPECT_EQ(c.algo, &kHalvingDoubling);
   EXPECT_EQ(c.nchannels, 2);
   Status bad = Tuning::create("bogus", 16384, model, shape, &t);
   EXPECT_EQ(bad.code(), STRATA_ERR_INVALID_ARGUMENT);
   EXPECT_NE(bad.message().find("STRATA_ALGO='bogus'"), std::string::npos) << bad.message();
+  // Every registered name is one STRATA_ALGO takes, and the error lists it.
+  for (const AllreduceAlgorithm* a : allreduceAlgorithms()) {
+    ASSERT_TRUE(Tuning::create(a->name, 16384, model, shape, &t).isOk()) << a->name;
+    EXPECT_EQ(t.describe(), std::string(a->name) + " (STRATA_ALGO)");
+    EXPECT_NE(bad.message().find(a->name), std::string::npos) << bad.message();
+  }
   LinkCost l;
   EXPECT_TRUE(parseLinkCost("30,1.5", "X", &l).isOk());
   EXPECT_EQ(l.latencyUs, 30);
@@ -310,9 +313,10 @@ TEST(Plans, EveryAlgorithmOnEveryLayout) {
   for (const auto& nodeOf : layouts) {
     const int n = static_cast<int>(nodeOf.size());
     const Layout layout = layoutOf(nodeOf);
-    for (AllreduceAlgo algo : kAlgos) {
+    for (const AllreduceAlgorithm* a : allreduceAlgorithms()) {
+      const AllreduceAlgorithm& algo = *a;
       for (uint64_t count : {uint64_t(1), uint64_t(13), uint64_t(1000), slotElems * 3 + 7, slotElems * n * 2 + 29}) {
-        if (algo == AllreduceAlgo::OneShot && count > slotElems) continue;
+        if (algo.has(kOneSlot) && count > slotElems) continue;
         for (int channels : {1, 2}) {
           fillAndCheck<float>(n, channels, algo, STRATA_FLOAT32, STRATA_SUM, count, false, &layout);
           fillAndCheck<int32_t>(n, channels, algo, STRATA_INT32, STRATA_MAX, count, true, &layout);
@@ -368,15 +372,22 @@ TEST(Plans, LayoutWalksNodesThenSockets) {
   const Layout l = layoutOf({0, 0, 0, 0, 1, 1}, {1, 0, 1, 0, 0, 0});
   EXPECT_EQ(l.order, (std::vector<int>{1, 3, 0, 2, 4, 5}));
   for (int p = 0; p < 6; ++p) EXPECT_EQ(l.posOf[l.order[p]], p);
-  for (AllreduceAlgo algo : kAlgos) {
-    fillAndCheck<float>(6, 1, algo, STRATA_FLOAT32, STRATA_SUM, 1001, false, &l);
-    fillAndCheck<int32_t>(6, 2, algo, STRATA_INT32, STRATA_MAX, 3333, true, &l);
+  for (const AllreduceAlgorithm* algo : allreduceAlgorithms()) {
+    fillAndCheck<float>(6, 1, *algo, STRATA_FLOAT32, STRATA_SUM, 1001, false, &l);
+    fillAndCheck<int32_t>(6, 2, *algo, STRATA_INT32, STRATA_MAX, 3333, true, &l);
   }
   const Layout flat = Layout::blocks(5, 2);
   EXPECT_EQ(flat.nodes(), 2);
   EXPECT_EQ(flat.order, (std::vector<int>{0, 1, 2, 3, 4}));
   EXPECT_FALSE(flat.crossesNodes(0, 2));
   EXPECT_TRUE(flat.crossesNodes(2, 3));
+}
+
+// Floats of very different magnitudes, so that sums round differently in
+// different orders, with signed zeros for min.
+float inexactValue(int rank, uint64_t i) {
+  if (i % 7 == 0) return (rank % 2) ? -0.0f : 0.0f;
+  return static_cast<float>(std::sin(double(rank * 7919 + i)) * std::pow(10.0, double(i % 9) - 4));
 }
 
 // Inexact float sums: whatever order an algorithm adds in, every rank must
@@ -386,29 +397,54 @@ TEST(Plans, EveryRankGetsTheSameBits) {
        std::vector<std::vector<int>>{{0, 1}, {0, 0, 1, 1}, {0, 0, 0, 1, 1}, {0, 1, 0, 1, 2, 2}, {0, 1, 2, 3, 4, 4}}) {
     const int n = static_cast<int>(nodeOf.size());
     const Layout layout = layoutOf(nodeOf);
-    for (AllreduceAlgo algo : kAlgos)
+    for (const AllreduceAlgorithm* algo : allreduceAlgorithms())
       for (strata_op_t op : {STRATA_SUM, STRATA_AVG, STRATA_MIN}) {
-        const uint64_t count = algo == AllreduceAlgo::OneShot ? 1000 : 5000;
+        const uint64_t count = algo->has(kOneSlot) ? 1000 : 5000;
         std::vector<std::vector<char>> in(n, std::vector<char>(count * 4)), out(n, std::vector<char>(count * 4));
         std::vector<double> ref(count, 0);
         for (int r = 0; r < n; ++r)
           for (uint64_t i = 0; i < count; ++i) {
-            // Values of very different magnitudes, with signed zeros for min.
-            float v = (i % 7 == 0) ? ((r % 2) ? -0.0f : 0.0f)
-                                   : static_cast<float>(std::sin(double(r * 7919 + i)) * std::pow(10.0, double(i % 9) - 4));
+            const float v = inexactValue(r, i);
             reinterpret_cast<float*>(in[r].data())[i] = v;
             ref[i] += v;
           }
-        auto results = runAllreduce(n, 2, algo, STRATA_FLOAT32, op, count, in, out, false, 0, &layout);
+        auto results = runAllreduce(n, 2, *algo, STRATA_FLOAT32, op, count, in, out, false, 0, &layout);
         for (int r = 0; r < n; ++r) ASSERT_TRUE(results[r].isOk()) << results[r].message();
         for (int r = 1; r < n; ++r)
           ASSERT_EQ(std::memcmp(out[0].data(), out[r].data(), count * 4), 0)
-              << algoName(algo) << " op " << op << ": rank " << r << " differs from rank 0";
+              << algo->name << " op " << op << ": rank " << r << " differs from rank 0";
         if (op == STRATA_SUM) {
           for (uint64_t i = 0; i < count; ++i)
             ASSERT_NEAR(reinterpret_cast<float*>(out[0].data())[i], ref[i], 1e-4 * (1 + std::fabs(ref[i]))) << i;
         }
       }
+  }
+}
+
+// An algorithm with kSameBitsAnyChunking gives the same bits on one channel
+// of the test's slots as on two channels of quarter slots, for inexact sums
+// and for min over signed zeros.
+TEST(Plans, SameBitsAtAnyChunkingWhereTheRegistrySaysSo) {
+  for (const auto& nodeOf : std::vector<std::vector<int>>{{0, 0, 0}, {0, 0, 1, 1, 1}, {0, 1, 0, 1, 2, 2}}) {
+    const int n = static_cast<int>(nodeOf.size());
+    const Layout layout = layoutOf(nodeOf);
+    for (const AllreduceAlgorithm* algo : allreduceAlgorithms()) {
+      if (!algo->has(kSameBitsAnyChunking)) continue;
+      for (strata_op_t op : {STRATA_SUM, STRATA_MIN}) {
+        const uint64_t count = algo->has(kOneSlot) ? kSlotBytes / 4 / 4 : 5000;
+        std::vector<std::vector<char>> in(n, std::vector<char>(count * 4));
+        for (int r = 0; r < n; ++r)
+          for (uint64_t i = 0; i < count; ++i) reinterpret_cast<float*>(in[r].data())[i] = inexactValue(r, i);
+        std::vector<std::vector<char>> wide(n, std::vector<char>(count * 4)), narrow = wide;
+        for (const Status& s : runAllreduce(n, 1, *algo, STRATA_FLOAT32, op, count, in, wide, false, 0, &layout))
+          ASSERT_TRUE(s.isOk()) << s.message();
+        for (const Status& s :
+             runAllreduce(n, 2, *algo, STRATA_FLOAT32, op, count, in, narrow, false, 0, &layout, kSlotBytes / 4))
+          ASSERT_TRUE(s.isOk()) << s.message();
+        EXPECT_EQ(std::memcmp(wide[0].data(), narrow[0].data(), count * 4), 0)
+            << algo->name << " op " << op << " on " << n << " ranks";
+      }
+    }
   }
 }
 
