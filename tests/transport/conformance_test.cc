@@ -411,15 +411,7 @@ void abortReachesPeer(PairEnd& end, Reporter& rep, int aborter) {
     if (!end.waitWord(rep, "the other rank to be ready", &word)) return;
     Connector& mine = end.rank() == 0 ? static_cast<Connector&>(end.send(0)) : end.recv(0);
     mine.abort();
-    const double deadline = nowSeconds() + kWaitSeconds;
-    while (!end.oob().poll(&word)) {
-      if (end.oob().peerGone() || nowSeconds() > deadline) {
-        rep.fail("rank %d: the other rank did not see the abort", end.rank());
-        return;
-      }
-      end.pump();
-      sched_yield();
-    }
+    if (!end.waitWord(rep, "the other rank's word that it saw the abort", &word, false)) return;
     if (word != kSeen) rep.fail("rank %d: the other rank posted %llu", end.rank(), (unsigned long long)word);
     end.meet(rep, "the end");
     return;

@@ -248,28 +248,37 @@ bool PairEnd::waitFlushed(Reporter& rep) {
   }, sends);
 }
 
-bool PairEnd::waitWord(Reporter& rep, const char* what, uint64_t* word) {
-  return waitUntil(rep, what, [&] { return oob_->poll(word); });
-}
-
-bool PairEnd::meet(Reporter& rep, const char* where) {
-  Status s = oob_->post(kMeetWord);
+bool PairEnd::waitWord(Reporter& rep, const char* what, uint64_t* word, bool checkHealth) {
+  if (checkHealth) return waitUntil(rep, what, [&] { return oob_->poll(word); });
   const double deadline = nowSeconds() + kWaitSeconds;
-  uint64_t word = 0;
-  while (s.isOk() && !oob_->poll(&word)) {
-    if (oob_->peerGone() || nowSeconds() > deadline) {
-      rep.fail("rank %d: the other rank did not reach %s", rank(), where);
+  for (;;) {
+    if (oob_->poll(word)) return true;
+    // Its word and its end-of-stream may come in one read: look once more.
+    if (oob_->peerGone()) {
+      if (oob_->poll(word)) return true;
+      rep.fail("rank %d: the other rank exited before %s", rank(), what);
+      return false;
+    }
+    if (nowSeconds() > deadline) {
+      rep.fail("rank %d: %s did not come within %.0f s", rank(), what, kWaitSeconds);
       return false;
     }
     pump();
     sched_yield();
   }
-  if (!s.isOk() || word != kMeetWord) {
-    rep.fail("rank %d at %s: %s", rank(), where,
-             s.isOk() ? "the other rank was somewhere else" : describe(s).c_str());
+}
+
+bool PairEnd::meet(Reporter& rep, const char* where) {
+  Status s = oob_->post(kMeetWord);
+  if (!s.isOk()) {
+    rep.fail("rank %d at %s: %s", rank(), where, describe(s).c_str());
     return false;
   }
-  return true;
+  const std::string what = std::string("the other rank at ") + where;
+  uint64_t word = 0;
+  if (!waitWord(rep, what.c_str(), &word, false)) return false;
+  if (word != kMeetWord) rep.fail("rank %d at %s: the other rank was somewhere else", rank(), where);
+  return word == kMeetWord;
 }
 
 void PairEnd::expectNothingBlocked(Reporter& rep) const {

@@ -87,8 +87,10 @@ class PairEnd {
   bool receiveMessage(int channel, uint64_t m, size_t bytes, Reporter& rep);
   // Waits until every send connector is flushed.
   bool waitFlushed(Reporter& rep);
-  // The peer's next word on the test socket, pumping while it comes.
-  bool waitWord(Reporter& rep, const char* what, uint64_t* word);
+  // The peer's next word on the test socket, pumping while it comes. Without
+  // `checkHealth` (the connectors may have failed on purpose) it fails only
+  // if the peer exits without posting it, or at the deadline.
+  bool waitWord(Reporter& rep, const char* what, uint64_t* word, bool checkHealth = true);
   // Both ranks reached the end of the body (pumping meanwhile, no health
   // checks: the peer may be tearing down).
   bool meet(Reporter& rep, const char* where);
