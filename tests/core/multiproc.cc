@@ -26,27 +26,38 @@ void Reporter::send(const std::string& line) {
   }
 }
 
-void Reporter::fail(const char* fmt, ...) {
+namespace {
+
+// One line of the report: printf's text with its newlines folded.
+std::string reportLine(const char* kind, const char* fmt, va_list ap) {
   char buf[2048];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
   for (char* c = buf; *c; ++c)
     if (*c == '\n') *c = ' ';
+  return std::string(kind) + " " + buf;
+}
+
+}  // namespace
+
+void Reporter::fail(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const std::string line = reportLine("FAIL", fmt, ap);
+  va_end(ap);
   failed_ = true;
-  send(std::string("FAIL ") + buf);
+  send(line);
+}
+
+void Reporter::skip(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const std::string line = reportLine("SKIP", fmt, ap);
+  va_end(ap);
+  send(line);
 }
 
 void Reporter::value(const std::string& name, uint64_t v) {
   send("VALUE " + name + " " + std::to_string(v));
-}
-
-bool Reporter::ok(strata_result_t rc, strata_comm_t comm, const char* what) {
-  if (rc == STRATA_SUCCESS) return true;
-  fail("%s returned %s: %s", what, strata_result_string(rc),
-       comm ? strata_comm_last_error(comm) : strata_last_error());
-  return false;
 }
 
 uint64_t hashBytes(const void* data, size_t bytes) {
@@ -54,19 +65,6 @@ uint64_t hashBytes(const void* data, size_t bytes) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
   return h;
-}
-
-std::vector<RankOutcome> runRanks(int nranks, double timeoutSeconds, const RankBody& body,
-                                  const std::vector<std::pair<std::string, std::string>>& env) {
-  strata_unique_id_t id;
-  if (strata_get_unique_id(&id) != STRATA_SUCCESS) {
-    ADD_FAILURE() << "strata_get_unique_id: " << strata_last_error();
-    return std::vector<RankOutcome>(nranks);
-  }
-  std::vector<ChildBody> bodies;
-  for (int r = 0; r < nranks; ++r)
-    bodies.push_back([&body, r, nranks, &id](Reporter& rep) { body(r, nranks, id, rep); });
-  return runChildren(bodies, timeoutSeconds, env);
 }
 
 std::vector<RankOutcome> runChildren(const std::vector<ChildBody>& bodies, double timeoutSeconds,
@@ -164,6 +162,8 @@ std::vector<RankOutcome> runChildren(const std::vector<ChildBody>& bodies, doubl
     while (std::getline(lines, line)) {
       if (line.rfind("FAIL ", 0) == 0) {
         outcomes[r].failures.push_back(line.substr(5));
+      } else if (line.rfind("SKIP ", 0) == 0) {
+        outcomes[r].skips.push_back(line.substr(5));
       } else if (line.rfind("VALUE ", 0) == 0) {
         size_t space = line.rfind(' ');
         outcomes[r].values[line.substr(6, space - 6)] = std::strtoull(line.c_str() + space + 1, nullptr, 10);

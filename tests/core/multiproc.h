@@ -5,6 +5,9 @@
 // buffers, so it can assert that every rank computed the same bits. A rank
 // that crashes, exits early, or outlives the deadline (all ranks are then
 // SIGKILLed) fails the test. Children never return into GoogleTest.
+//
+// Only runRanks and Reporter::ok call the C API (multiproc_comm.cc); the rest
+// (multiproc.cc) serves tests below it too.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +26,9 @@ class Reporter {
   explicit Reporter(int fd) : fd_(fd) {}
   // Records a failure; the rank keeps running unless the body returns.
   void fail(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+  // Records why this rank could not run its part here (GTEST_SKIP belongs
+  // to the parent, which sees it in RankOutcome::skips).
+  void skip(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
   // Records a named value the parent compares across ranks.
   void value(const std::string& name, uint64_t v);
   // A strata call that must succeed; records a failure naming `what` if not.
@@ -39,6 +45,7 @@ struct RankOutcome {
   bool exited = false;  // exited normally with status 0
   std::string exitText;  // how it ended, for messages
   std::vector<std::string> failures;
+  std::vector<std::string> skips;
   std::map<std::string, uint64_t> values;
 };
 
