@@ -18,7 +18,8 @@ class IbSendConnector final : public SendConnector {
   void publish(size_t bytes, const SlotTag& tag) override { link_->send(nullptr, bytes, tag); }
   bool sendsFromCaller() const override { return link_->zeroCopy(); }
   bool publishFrom(const void* data, size_t bytes, const SlotTag& tag) override {
-    if (!link_->canSend()) return false;
+    // Without zero copy the caller's memory is not registered: refuse, as the interface says.
+    if (!link_->zeroCopy() || !link_->canSend()) return false;
     link_->send(data, bytes, tag);
     return true;
   }

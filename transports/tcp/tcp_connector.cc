@@ -44,7 +44,14 @@ bool TcpSendConnector::sent(uint64_t message) const {
   return stripes_.next[message % stripes_.size()] > message;
 }
 
-bool TcpSendConnector::flushed() const { return published_ == 0 || sent(published_ - 1); }
+bool TcpSendConnector::flushed() const {
+  // Messages are striped over the sockets in turn, each socket sending its
+  // own in order: the last message of every socket must have left.
+  const uint64_t k = stripes_.size();
+  for (uint64_t m = published_ > k ? published_ - k : 0; m < published_; ++m)
+    if (!sent(m)) return false;
+  return true;
+}
 
 bool TcpSendConnector::slotFree() {
   // The entry about to be reused held message published_ - nslots.

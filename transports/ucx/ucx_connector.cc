@@ -274,6 +274,10 @@ bool UcxSendConnector::reap() {
 }
 
 bool UcxSendConnector::slotFree() {
+  // Over a failed link nothing is taken: the step then waits, and the
+  // channel's health check of what it waits on reports the failure (a
+  // message dropped here would let a send-only operation end as a success).
+  if (!link_->ok()) return false;
   if (published_ - reaped_ < ring_.nslots()) return true;
   reap();
   return published_ - reaped_ < ring_.nslots();
