@@ -154,29 +154,15 @@ Status Comm::build(const CollCall& call, PlannedCall* planned) {
   return Status::ok();
 }
 
-Status Comm::prepare(const CollCall& call, const PlannedCall** planned, OpContext* ctx) {
+Status Comm::planMiss(const CollCall& call, const PlannedCall** planned) {
   if (PlanKey::cacheable(call)) {
-    const PlanKey key = PlanKey::of(call);
-    *planned = cache_.find(key);
-    if (!*planned) {
-      PlannedCall built;
-      STRATA_CHECK(build(call, &built));
-      *planned = &cache_.insert(key, std::move(built));
-    }
+    PlannedCall built;
+    STRATA_CHECK(build(call, &built));
+    *planned = &cache_.insert(PlanKey::of(call), std::move(built));
   } else {
     STRATA_CHECK(build(call, &uncached_));
     *planned = &uncached_;
   }
-  *ctx = (*planned)->ctx;
-  ctx->input = static_cast<const char*>(call.sendbuf);
-  ctx->output = static_cast<char*>(call.recvbuf);
-  ctx->tag.seq = ++seq_;
-  if (call.coll == Coll::Barrier) {
-    static const uint8_t kZero = 0;
-    ctx->input = reinterpret_cast<const char*>(&kZero);
-    ctx->output = reinterpret_cast<char*>(&barrierBytes_[seq_ % barrierBytes_.size()]);
-  }
-  traceStart((*planned)->choice, *ctx);
   return Status::ok();
 }
 

@@ -15,6 +15,7 @@
 
 #include "bootstrap.h"
 #include "channel.h"
+#include "log.h"
 #include "comm_config.h"
 #include "p2p_group.h"
 #include "plan_cache.h"
@@ -84,7 +85,24 @@ class Comm final : public FailureSink {
   // The plans and context of `call` (from the cache, or built and kept
   // there), its context completed with this call's buffers and the next
   // sequence number.
-  Status prepare(const CollCall& call, const PlannedCall** planned, OpContext* ctx);
+  // Inline: a repeated call (a cache hit) pays no call for it.
+  Status prepare(const CollCall& call, const PlannedCall** planned, OpContext* ctx) {
+    *planned = PlanKey::cacheable(call) ? cache_.find(PlanKey::of(call)) : nullptr;
+    if (!*planned) STRATA_CHECK(planMiss(call, planned));
+    *ctx = (*planned)->ctx;
+    ctx->input = static_cast<const char*>(call.sendbuf);
+    ctx->output = static_cast<char*>(call.recvbuf);
+    ctx->tag.seq = ++seq_;
+    if (call.coll == Coll::Barrier) {
+      static const uint8_t kZero = 0;
+      ctx->input = reinterpret_cast<const char*>(&kZero);
+      ctx->output = reinterpret_cast<char*>(&barrierBytes_[seq_ % barrierBytes_.size()]);
+    }
+    if (log::enabled(log::Level::Trace, log::COLL)) traceStart((*planned)->choice, *ctx);
+    return Status::ok();
+  }
+  // Builds `call`'s plans and context, kept in the cache when it keeps them.
+  Status planMiss(const CollCall& call, const PlannedCall** planned);
   Status build(const CollCall& call, PlannedCall* planned);
   void traceStart(const PlanChoice& choice, const OpContext& ctx) const;
   // Puts the plans on their channels' queues.

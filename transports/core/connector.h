@@ -78,8 +78,21 @@ class SendConnector : public Connector {
   // Whether a plain copy (no reduction) of `bytes` into the slot acquire()
   // returned, for the operation `tag`, should use non-temporal stores, which
   // send the bytes to memory instead of this core's cache. The transport's
-  // own choice: shared memory times both ways (transports/shm/README.md).
-  virtual bool nonTemporalStores(const SlotTag& /*tag*/, size_t /*bytes*/) { return false; }
+  // own choice (shared memory times both ways: transports/shm/README.md),
+  // asked only for copies of at least the size it declared: the smallest
+  // operations, which need speed most, pay no call for it.
+  bool nonTemporalStores(const SlotTag& tag, size_t bytes) {
+    return bytes >= nonTemporalMinBytes_ && chooseNonTemporal(tag, bytes);
+  }
+
+ protected:
+  // Transports that may fill slots with non-temporal stores declare from
+  // which copy size on, and choose in chooseNonTemporal().
+  void declareNonTemporalFrom(size_t bytes) { nonTemporalMinBytes_ = bytes; }
+  virtual bool chooseNonTemporal(const SlotTag& /*tag*/, size_t /*bytes*/) { return false; }
+
+ private:
+  size_t nonTemporalMinBytes_ = SIZE_MAX;
 };
 
 class RecvConnector : public Connector {

@@ -38,15 +38,19 @@ class ShmSendConnector final : public SendConnector, private FifoEnd {
  public:
   // ntMinBytes: STRATA_SHM_NT_BYTES (see shm_slot_stores.h).
   ShmSendConnector(char* fifo, const FifoLayout& layout, std::shared_ptr<PeerWatch> peer, uint64_t ntMinBytes)
-      : FifoEnd(fifo, layout, std::move(peer)), stores_(layout.slotBytes, ntMinBytes) {}
+      : FifoEnd(fifo, layout, std::move(peer)), stores_(layout.slotBytes, ntMinBytes) {
+    // Only full slots are ever filled with non-temporal stores.
+    if (ntMinBytes > 0) declareNonTemporalFrom(layout.slotBytes);
+  }
   void* acquire(size_t bytes) override;
   void publish(size_t bytes, const SlotTag& tag) override;
   size_t slotBytes() const override { return layout_.slotBytes; }
-  bool nonTemporalStores(const SlotTag& tag, size_t bytes) override { return stores_.nonTemporal(tag, bytes); }
   Status health() override { return FifoEnd::health(); }
   void abort() override { FifoEnd::abort(); }
 
  private:
+  bool chooseNonTemporal(const SlotTag& tag, size_t bytes) override { return stores_.nonTemporal(tag, bytes); }
+
   uint64_t tail_ = 0;           // slots published
   uint64_t knownConsumed_ = 0;  // cached copy of control_->consumed
   SlotStores stores_;

@@ -103,11 +103,12 @@ class SlotStores {
   // Closes the operation before (recording its time) and picks this one's stores.
   void begin(const SlotTag& tag);
 
+  // What every publish reads first, together.
   size_t slotBytes_;
   uint64_t minOpBytes_;
+  Current current_;
   std::array<Kind, kKinds> kinds_{};
   size_t nextKind_ = 0;  // the entry a new kind replaces
-  Current current_;
 };
 
 }  // namespace strata::shm
