@@ -1,5 +1,7 @@
 #include "shm_slot_stores.h"
 
+#include "log.h"
+
 namespace strata::shm {
 
 bool StoreChoice::next() {
@@ -20,7 +22,13 @@ void SlotStores::begin(const SlotTag& tag) {
   Current& c = current_;
   if (c.kind) {
     c.kind->bytes = c.bytes;
-    if (c.timed) c.kind->choice.record(c.nonTemporal, c.bytes, c.lastPublish - c.start);
+    if (c.timed) {
+      c.kind->choice.record(c.nonTemporal, c.bytes, c.lastPublish - c.start);
+      STRATA_TRACE(SHM, "slot stores: operation #%llu moved %llu bytes with %s stores in %.3f ms; now best: %s",
+                   (unsigned long long)c.tag.seq, (unsigned long long)c.bytes,
+                   c.nonTemporal ? "non-temporal" : "regular", (c.lastPublish - c.start) * 1e3,
+                   c.kind->choice.best() ? "non-temporal" : "regular");
+    }
   }
   Kind* kind = nullptr;
   for (Kind& k : kinds_)
