@@ -15,8 +15,8 @@
 
 #include "bootstrap.h"
 #include "channel.h"
-#include "log.h"
 #include "comm_config.h"
+#include "log.h"
 #include "p2p_group.h"
 #include "plan_cache.h"
 #include "planner.h"
