@@ -31,7 +31,7 @@ void BM_Memcpy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes * 2);
 }
 
-void BM_StreamingCopy(benchmark::State& state) {
+void BM_NonTemporalCopy(benchmark::State& state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
   Buffers buf(bytes);
   for (auto _ : state) {
@@ -61,7 +61,7 @@ void BM_Reduce(benchmark::State& state) {
 constexpr int64_t kBig = 64 << 20;
 
 BENCHMARK(BM_Memcpy)->Arg(64 << 10)->Arg(1 << 20)->Arg(kBig)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_StreamingCopy)->Arg(kBig)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_NonTemporalCopy)->Arg(kBig)->Unit(benchmark::kMicrosecond);
 // float32 sum at three sizes.
 BENCHMARK(BM_Reduce)
     ->Args({64 << 10, STRATA_FLOAT32, STRATA_SUM})

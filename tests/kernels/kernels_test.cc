@@ -208,7 +208,7 @@ TEST(Kernels, HalfSubnormalsAndOverflowRound) {
   }
 }
 
-TEST(Kernels, CopyStreamingCopiesExactly) {
+TEST(Kernels, NonTemporalCopyCopiesExactly) {
   std::vector<uint8_t> src(3 << 20), dst(src.size() + 64, 0);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
   for (size_t off : {0, 1, 17}) {
