@@ -71,9 +71,13 @@ TEST(Faults, KilledPeerBecomesAnErrorOnEveryRankAndLeavesNoSegments) {
   const int victim = 2;
   auto outcomes = runRanks(4, 60, [&](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
     shared->pids[rank] = static_cast<int>(getpid());
+    // 64 MiB: many slots in flight when the kill lands. Filled before init,
+    // so that every rank starts its first allreduce when init returns: a
+    // rank still filling (slow under a sanitizer, with more ranks than
+    // cores) would otherwise hold its peers up for STRATA_TIMEOUT.
+    std::vector<float> buf(16 << 20, 1.0f);
     strata_comm_t comm;
     if (!rep.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
-    std::vector<float> buf(16 << 20, 1.0f);  // 64 MiB: many slots in flight when the kill lands
     const double start = now();
     for (int i = 0; i < 1000; ++i) {
       if (rank == victim && now() - start > 0.3) {
