@@ -1,5 +1,6 @@
 #include "socket_mesh.h"
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -27,13 +28,22 @@ struct Hello {
   int32_t pad;
 };
 
-// Where a rank listens, as exchanged over the out-of-band network.
-struct ListenRecord {
-  sockaddr_storage storage;
-  socklen_t len;  // 0: this rank has no peers here and does not listen
-};
-
 }  // namespace
+
+Status decodeListenRecord(const ListenRecord& record, int rank, SockAddr* out) {
+  const int family = record.storage.ss_family;
+  const socklen_t expected = family == AF_INET ? sizeof(sockaddr_in) : family == AF_INET6 ? sizeof(sockaddr_in6) : 0;
+  if (expected == 0 || record.len != expected)
+    return STRATA_ERROR(STRATA_ERR_REMOTE,
+                        "rank %d sent a listening address of %u bytes with address family %d, not an IPv4 "
+                        "or IPv6 address: a rank of another strata build, or corrupted out-of-band data",
+                        rank, static_cast<unsigned>(record.len), family);
+  SockAddr addr;
+  std::memcpy(&addr.storage, &record.storage, record.len);
+  addr.len = record.len;
+  *out = addr;
+  return Status::ok();
+}
 
 Status connectMesh(const ConnectRequest& req, uint64_t magic, int perPeer, double deadline,
                    std::vector<std::vector<int>>* fds) {
@@ -69,8 +79,11 @@ Status connectMesh(const ConnectRequest& req, uint64_t magic, int perPeer, doubl
       continue;
     }
     SockAddr addr;
-    std::memcpy(&addr.storage, &all[peer].storage, all[peer].len);
-    addr.len = all[peer].len;
+    Status decoded = decodeListenRecord(all[peer], peer, &addr);
+    if (!decoded.isOk()) {
+      closeAll();
+      return decoded;
+    }
     std::string name = "rank " + std::to_string(peer) + " on " + hosts[peer].hostname;
     for (int k = 0; k < perPeer; ++k) {
       int fd = -1;
