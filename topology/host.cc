@@ -95,6 +95,16 @@ bool sameHost(const HostInfo& a, const HostInfo& b) {
   return std::strncmp(a.hostId, b.hostId, kHostIdBytes) == 0;
 }
 
+void sanitizeWire(HostInfo* h) {
+  // probeHost writes every string with room for its NUL, so an honest peer
+  // loses nothing here.
+  h->hostId[sizeof(h->hostId) - 1] = '\0';
+  h->machineId[sizeof(h->machineId) - 1] = '\0';
+  h->hostname[sizeof(h->hostname) - 1] = '\0';
+  h->nic[sizeof(h->nic) - 1] = '\0';
+  h->rdma[sizeof(h->rdma) - 1] = '\0';
+}
+
 std::string hostKey(const HostInfo& h) { return std::string(h.hostId, strnlen(h.hostId, kHostIdBytes)); }
 
 std::unordered_map<std::string, HostShare> hostShares(const std::vector<HostInfo>& all) {

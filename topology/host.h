@@ -51,6 +51,12 @@ struct HostInfo {
 
 HostInfo probeHost();
 
+// Gives each string of a HostInfo that came from another process a
+// terminating NUL, so that code reading them as C strings (log lines, peer
+// names, hierarchy node names) stays inside their arrays whatever the peer
+// sent. Call it wherever HostInfos are taken off the wire.
+void sanitizeWire(HostInfo* h);
+
 // The cpus of the affinity mask, as OS cpu numbers.
 std::vector<int> maskCpus(const HostInfo& h);
 

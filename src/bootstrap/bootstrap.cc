@@ -150,6 +150,7 @@ Status Bootstrap::runRoot(const BootstrapConfig& config, int listenFd) {
       } else {
         fds_[h.rank] = p.fd;
         hosts_[h.rank] = h.host;
+        topo::sanitizeWire(&hosts_[h.rank]);
         p.fd = -1;
         ++joined;
         STRATA_TRACE(BOOT, "rank %d joined from %s", h.rank, p.from.c_str());
@@ -216,6 +217,7 @@ Status Bootstrap::join(const BootstrapConfig& config) {
   }
   commTag_ = reply.commTag;
   STRATA_CHECK(net::recvAll(fd, hosts_.data(), sizeof(topo::HostInfo) * nranks_, deadline, name.c_str()));
+  for (topo::HostInfo& h : hosts_) topo::sanitizeWire(&h);
   return Status::ok();
 }
 

@@ -116,6 +116,7 @@ int main(int argc, char** argv) {
   std::vector<HostInfo> all(nranks);
   if (strata_allgather(&self, all.data(), sizeof(HostInfo), STRATA_UINT8, comm) != STRATA_SUCCESS)
     return fail("strata_allgather of the ranks' HostInfo", comm);
+  for (HostInfo& h : all) strata::topo::sanitizeWire(&h);
   if (rank == 0) print(all, transports, json);
   strata_comm_destroy(comm);
   return 0;

@@ -60,5 +60,23 @@ TEST(Host, HostsOfOneMachineShareItsCores) {
   EXPECT_NE(machineKey(self).find(self.hostname), std::string::npos) << machineKey(self);
 }
 
+// A peer that fills every string with no NUL (a hostile or corrupt hello)
+// must not make readers run off the end of the arrays.
+TEST(Host, WireStringsAreTerminated) {
+  HostInfo forged;
+  std::memset(&forged, 'x', sizeof(forged));
+  sanitizeWire(&forged);
+  EXPECT_EQ(strnlen(forged.hostId, sizeof(forged.hostId)), sizeof(forged.hostId) - 1);
+  EXPECT_EQ(strnlen(forged.machineId, sizeof(forged.machineId)), sizeof(forged.machineId) - 1);
+  EXPECT_EQ(strnlen(forged.hostname, sizeof(forged.hostname)), sizeof(forged.hostname) - 1);
+  EXPECT_EQ(strnlen(forged.nic, sizeof(forged.nic)), sizeof(forged.nic) - 1);
+  EXPECT_EQ(strnlen(forged.rdma, sizeof(forged.rdma)), sizeof(forged.rdma) - 1);
+
+  HostInfo honest = probeHost();
+  HostInfo copy = honest;
+  sanitizeWire(&copy);
+  EXPECT_EQ(std::memcmp(&copy, &honest, sizeof(copy)), 0) << "an honest HostInfo is left as it is";
+}
+
 }  // namespace
 }  // namespace strata::topo
