@@ -64,6 +64,9 @@ std::string Bootstrap::peerName(int rank) const {
 
 Status Bootstrap::create(const BootstrapConfig& config, const topo::HostInfo& self,
                          std::unique_ptr<Bootstrap>* out) {
+  if (config.nranks < 1 || config.nranks > kMaxRanks)
+    return STRATA_INVALID_ARG("nranks=%d is outside 1..%d, the world sizes strata supports", config.nranks,
+                              kMaxRanks);
   std::unique_ptr<Bootstrap> b(new Bootstrap(config.rank, config.nranks));
   b->hosts_.resize(config.nranks);
   b->hosts_[config.rank] = self;

@@ -19,6 +19,12 @@
 
 namespace strata::boot {
 
+// The largest world a bootstrap accepts. Every rank keeps a HostInfo (about
+// half a KiB) per rank and rank 0 a socket per rank, so a world this size is
+// already past what a star can serve; a larger nranks is a mistake, and must
+// be refused before it sizes those tables (INT_MAX would ask for ~1 TiB).
+constexpr int kMaxRanks = 1 << 20;
+
 struct BootstrapConfig {
   IdContents id;
   int rank;

@@ -24,19 +24,23 @@ using strata::api::finish;
 extern "C" {
 
 STRATA_API strata_result_t strata_group_start(void) {
-  ++strata::api::tDepth;
-  return STRATA_SUCCESS;
+  return strata::api::guardAbi([&]() -> strata_result_t {
+    ++strata::api::tDepth;
+    return STRATA_SUCCESS;
+  });
 }
 
 STRATA_API strata_result_t strata_group_end(void) {
-  using namespace strata::api;
-  if (tDepth == 0)
-    return finish(strata::makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
-                                         "strata_group_end without a matching strata_group_start"));
-  if (--tDepth > 0) return STRATA_SUCCESS;
-  strata_comm* failed = nullptr;
-  strata::Status s = tGroup.issue(&failed);
-  return finish(s, failed);
+  return strata::api::guardAbi([&]() -> strata_result_t {
+    using namespace strata::api;
+    if (tDepth == 0)
+      return finish(strata::makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
+                                           "strata_group_end without a matching strata_group_start"));
+    if (--tDepth > 0) return STRATA_SUCCESS;
+    strata_comm* failed = nullptr;
+    strata::Status s = tGroup.issue(&failed);
+    return finish(s, failed);
+  });
 }
 
 }  // extern "C"

@@ -65,6 +65,20 @@ TEST(Api, InitRejectsBadArguments) {
   EXPECT_EQ(strata_comm_init_rank(&comm, 2, zero, 0), STRATA_ERR_INVALID_ARGUMENT);
 }
 
+// A world too large to allocate for is refused before the bootstrap sizes its
+// per-rank tables; before the bound, vector::resize threw std::bad_alloc
+// through the C ABI and the process aborted.
+TEST(Api, HugeWorldIsRefusedNotThrown) {
+  strata_unique_id_t id;
+  ASSERT_EQ(strata_get_unique_id(&id), STRATA_SUCCESS);
+  for (int rank : {0, INT_MAX - 1}) {
+    strata_comm_t comm = nullptr;
+    EXPECT_EQ(strata_comm_init_rank(&comm, INT_MAX, id, rank), STRATA_ERR_INVALID_ARGUMENT) << rank;
+    EXPECT_TRUE(mentions(strata_last_error(), "nranks")) << strata_last_error();
+    EXPECT_EQ(comm, nullptr);
+  }
+}
+
 TEST(Api, NullHandlesAreRejected) {
   int v;
   EXPECT_EQ(strata_comm_rank(nullptr, &v), STRATA_ERR_INVALID_ARGUMENT);
