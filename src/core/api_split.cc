@@ -39,6 +39,13 @@ STRATA_API strata_result_t strata_comm_split(strata_comm_t comm, int color, int 
     Member mine{color, key, rank};
     strata_result_t rc = strata_allgather(&mine, all.data(), 3, STRATA_INT64, comm);
     if (rc != STRATA_SUCCESS) return rc;
+    // Each rank's entry lands at its own index; a rank field that disagrees
+    // would index ids[] out of bounds below.
+    for (int r = 0; r < n; ++r)
+      if (all[r].rank != r)
+        return finish(STRATA_ERROR(STRATA_ERR_REMOTE, "rank %d sent a split request naming rank %lld",
+                                   r, static_cast<long long>(all[r].rank)),
+                      comm);
 
     std::vector<Member> group;
     for (const Member& m : all)
