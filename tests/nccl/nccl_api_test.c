@@ -199,6 +199,17 @@ int runRank(int rank, ncclUniqueId id) {
   for (size_t i = 0; i < COUNT; ++i) CHECK(e[i] == fold(ncclSum, i) * 0.5, "premulsum element %zu", i);
   NCCL_OK(ncclRedOpDestroy(half, comm), comm);
 
+  /* A count whose scaled copy cannot be sized is refused before any copy is
+     made (it used to wrap count * 8, or throw std::bad_alloc out of C). */
+  NCCL_OK(ncclRedOpCreatePreMulSum(&half, &scalar, ncclFloat64, ncclScalarHostImmediate, comm), comm);
+  ncclResult_t huge = ncclAllReduce(d, e, SIZE_MAX / 4, ncclFloat64, half, comm, NULL);
+  CHECK(huge == ncclInvalidArgument && strstr(ncclGetLastError(comm), "count"), "premulsum huge count: %d '%s'", huge,
+        ncclGetLastError(comm));
+  huge = ncclReduceScatter(d, e, SIZE_MAX / 2, ncclFloat64, half, comm, NULL);
+  CHECK(huge == ncclInvalidArgument && strstr(ncclGetLastError(comm), "count"), "premulsum huge recvcount: %d '%s'",
+        huge, ncclGetLastError(comm));
+  NCCL_OK(ncclRedOpDestroy(half, comm), comm);
+
   /* Split into odd and even ranks; sum the ranks of each half. */
   ncclComm_t sub;
   NCCL_OK(ncclCommSplit(comm, rank % 2, rank, &sub, NULL), comm);
