@@ -146,12 +146,18 @@ ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t datatype,
   return ncclSuccess;
 }
 
-// prepare() and resolveOp() together, for the reducing collectives.
-ncclResult_t prepareReduction(ncclComm_t comm, cudaStream_t stream, ncclDataType_t datatype, ncclRedOp_t op,
-                              const void** sendbuff, size_t inputCount, std::vector<unsigned char>& scaled,
-                              strata_datatype_t* dt, strata_op_t* sop) {
-  ncclResult_t r = prepare(comm, stream, datatype, dt);
-  return r == ncclSuccess ? resolveOp(comm, op, datatype, sendbuff, inputCount, scaled, sop) : r;
+// A reducing collective over `count` inputs: prepare() and resolveOp(), then
+// `call` with the input to reduce (the scaled copy for a pre-multiplied sum)
+// and strata's datatype and op.
+template <typename Call>
+ncclResult_t reduction(ncclComm_t comm, cudaStream_t stream, ncclDataType_t datatype, ncclRedOp_t op,
+                       const void* sendbuff, size_t count, Call call) {
+  strata_datatype_t dt = STRATA_UINT8;
+  strata_op_t sop = STRATA_SUM;
+  std::vector<unsigned char> scaled;
+  ncclResult_t r = prepare(comm, stream, datatype, &dt);
+  if (r == ncclSuccess) r = resolveOp(comm, op, datatype, &sendbuff, count, scaled, &sop);
+  return r == ncclSuccess ? done(call(sendbuff, dt, sop), comm) : r;
 }
 
 ncclResult_t wrap(strata_comm_t s, ncclComm_t* out) {
@@ -365,24 +371,20 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   return guardNccl([&]() -> ncclResult_t {
-    strata_datatype_t dt = STRATA_UINT8;
-    strata_op_t sop = STRATA_SUM;
-    std::vector<unsigned char> scaled;
-    ncclResult_t r = prepareReduction(comm, stream, datatype, op, &sendbuff, count, scaled, &dt, &sop);
-    if (r != ncclSuccess) return r;
-    return done(strata_allreduce(sendbuff, recvbuff, count, dt, sop, comm->comm), comm);
+    return reduction(comm, stream, datatype, op, sendbuff, count,
+                     [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
+                       return strata_allreduce(in, recvbuff, count, dt, sop, comm->comm);
+                     });
   });
 }
 
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   return guardNccl([&]() -> ncclResult_t {
-    strata_datatype_t dt = STRATA_UINT8;
-    strata_op_t sop = STRATA_SUM;
-    std::vector<unsigned char> scaled;
-    ncclResult_t r = prepareReduction(comm, stream, datatype, op, &sendbuff, count, scaled, &dt, &sop);
-    if (r != ncclSuccess) return r;
-    return done(strata_reduce(sendbuff, recvbuff, count, dt, sop, root, comm->comm), comm);
+    return reduction(comm, stream, datatype, op, sendbuff, count,
+                     [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
+                       return strata_reduce(in, recvbuff, count, dt, sop, root, comm->comm);
+                     });
   });
 }
 
@@ -390,18 +392,15 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream) {
   return guardNccl([&]() -> ncclResult_t {
-    strata_datatype_t dt = STRATA_UINT8;
-    strata_op_t sop = STRATA_SUM;
-    std::vector<unsigned char> scaled;
-    ncclResult_t r = prepare(comm, stream, datatype, &dt);
-    if (r != ncclSuccess) return r;
     int n = 0;
-    strata_comm_size(comm->comm, &n);  // a failed size leaves 0: strata_reduce_scatter reports it
+    if (comm) strata_comm_size(comm->comm, &n);  // a failed size leaves 0: strata_reduce_scatter reports it
+    // The input count is formed only once it cannot wrap.
     if (n > 0 && recvcount > SIZE_MAX / static_cast<size_t>(n))
       return fail(ncclInvalidArgument, comm, "recvcount=%zu times %d ranks overflows size_t", recvcount, n);
-    r = resolveOp(comm, op, datatype, &sendbuff, recvcount * n, scaled, &sop);
-    if (r != ncclSuccess) return r;
-    return done(strata_reduce_scatter(sendbuff, recvbuff, recvcount, dt, sop, comm->comm), comm);
+    return reduction(comm, stream, datatype, op, sendbuff, recvcount * n,
+                     [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
+                       return strata_reduce_scatter(in, recvbuff, recvcount, dt, sop, comm->comm);
+                     });
   });
 }
 
