@@ -4,8 +4,6 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
-#include <exception>
-#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,20 +60,6 @@ ncclResult_t fail(ncclResult_t rc, ncclComm_t comm, const char* fmt, ...) {
   tLastError = buf;
   if (comm) comm->lastError = buf;
   return rc;
-}
-
-// Runs the body of an entry point: no C++ exception may unwind into the C
-// caller (std::bad_alloc from a scratch copy or a vector here). Only
-// std::exception is caught: the forced unwind of pthread_cancel must pass.
-template <typename Body>
-ncclResult_t guardNccl(Body&& body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc& e) {
-    return fail(ncclSystemError, nullptr, "out of memory (%s)", e.what());
-  } catch (const std::exception& e) {
-    return fail(ncclInternalError, nullptr, "unexpected C++ exception: %s", e.what());
-  }
 }
 
 bool toStrata(ncclDataType_t dt, strata_datatype_t* out) {
@@ -170,117 +154,99 @@ ncclResult_t wrap(strata_comm_t s, ncclComm_t* out) {
 extern "C" {
 
 ncclResult_t ncclGetVersion(int* version) {
-  return guardNccl([&]() -> ncclResult_t {
-    if (!version) return fail(ncclInvalidArgument, nullptr, "version is NULL");
-    *version = NCCL_VERSION_CODE;
-    return ncclSuccess;
-  });
+  if (!version) return fail(ncclInvalidArgument, nullptr, "version is NULL");
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
 }
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
-  return guardNccl([&]() -> ncclResult_t {
-    if (!uniqueId) return fail(ncclInvalidArgument, nullptr, "uniqueId is NULL");
-    static_assert(sizeof(ncclUniqueId) == sizeof(strata_unique_id_t), "unique ids differ in size");
-    strata_unique_id_t id;
-    strata_result_t rc = strata_get_unique_id(&id);
-    if (rc == STRATA_SUCCESS) std::memcpy(uniqueId, &id, sizeof(id));
-    return done(rc, nullptr);
-  });
+  if (!uniqueId) return fail(ncclInvalidArgument, nullptr, "uniqueId is NULL");
+  static_assert(sizeof(ncclUniqueId) == sizeof(strata_unique_id_t), "unique ids differ in size");
+  strata_unique_id_t id;
+  strata_result_t rc = strata_get_unique_id(&id);
+  if (rc == STRATA_SUCCESS) std::memcpy(uniqueId, &id, sizeof(id));
+  return done(rc, nullptr);
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config) {
-  return guardNccl([&]() -> ncclResult_t {
-    if (!comm) return fail(ncclInvalidArgument, nullptr, "comm (the output pointer) is NULL");
-    if (config && (config->magic != 0xcafebeef || config->size < offsetof(ncclConfig_t, splitShare)))
-      return fail(ncclInvalidArgument, nullptr, "config was not initialised with NCCL_CONFIG_INITIALIZER");
-    strata_unique_id_t id;
-    std::memcpy(&id, &commId, sizeof(id));
-    strata_comm_t s;
-    const bool nonBlocking = config && config->blocking == 0;
-    strata_result_t rc = nonBlocking ? strata_comm_init_rank_nonblocking(&s, nranks, id, rank)
-                                     : strata_comm_init_rank(&s, nranks, id, rank);
-    if (rc != STRATA_SUCCESS) return done(rc, nullptr);
-    wrap(s, comm);
-    return nonBlocking ? ncclInProgress : ncclSuccess;
-  });
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm (the output pointer) is NULL");
+  if (config && (config->magic != 0xcafebeef || config->size < offsetof(ncclConfig_t, splitShare)))
+    return fail(ncclInvalidArgument, nullptr, "config was not initialised with NCCL_CONFIG_INITIALIZER");
+  strata_unique_id_t id;
+  std::memcpy(&id, &commId, sizeof(id));
+  strata_comm_t s;
+  const bool nonBlocking = config && config->blocking == 0;
+  strata_result_t rc = nonBlocking ? strata_comm_init_rank_nonblocking(&s, nranks, id, rank)
+                                   : strata_comm_init_rank(&s, nranks, id, rank);
+  if (rc != STRATA_SUCCESS) return done(rc, nullptr);
+  wrap(s, comm);
+  return nonBlocking ? ncclInProgress : ncclSuccess;
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  return guardNccl([&]() -> ncclResult_t {
-    return ncclCommInitRankConfig(comm, nranks, commId, rank, nullptr);
-  });
+  return ncclCommInitRankConfig(comm, nranks, commId, rank, nullptr);
 }
 
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* /*devlist*/) {
-  return guardNccl([&]() -> ncclResult_t {
-    if (!comms) return fail(ncclInvalidArgument, nullptr, "comm (the output array) is NULL");
-    if (ndev < 1) return fail(ncclInvalidArgument, nullptr, "ndev=%d must be at least 1", ndev);
-    ncclUniqueId id;
-    ncclResult_t r = ncclGetUniqueId(&id);
-    if (r != ncclSuccess) return r;
-    // Every rank's init blocks until all have joined: one thread each.
-    std::vector<ncclResult_t> results(ndev, ncclSuccess);
-    std::vector<std::string> errors(ndev);
-    std::vector<std::thread> threads;
-    for (int i = 0; i < ndev; ++i)
-      threads.emplace_back([&, i] {
-        results[i] = ncclCommInitRank(&comms[i], ndev, id, i);
-        if (results[i] != ncclSuccess) errors[i] = tLastError;
-      });
-    for (auto& t : threads) t.join();
-    for (int i = 0; i < ndev; ++i)
-      if (results[i] != ncclSuccess) {
-        for (int j = 0; j < ndev; ++j)
-          if (results[j] == ncclSuccess) ncclCommDestroy(comms[j]);
-        return fail(results[i], nullptr, "rank %d: %s", i, errors[i].c_str());
-      }
-    return ncclSuccess;
-  });
+  if (!comms) return fail(ncclInvalidArgument, nullptr, "comm (the output array) is NULL");
+  if (ndev < 1) return fail(ncclInvalidArgument, nullptr, "ndev=%d must be at least 1", ndev);
+  ncclUniqueId id;
+  ncclResult_t r = ncclGetUniqueId(&id);
+  if (r != ncclSuccess) return r;
+  // Every rank's init blocks until all have joined: one thread each.
+  std::vector<ncclResult_t> results(ndev, ncclSuccess);
+  std::vector<std::string> errors(ndev);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < ndev; ++i)
+    threads.emplace_back([&, i] {
+      results[i] = ncclCommInitRank(&comms[i], ndev, id, i);
+      if (results[i] != ncclSuccess) errors[i] = tLastError;
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < ndev; ++i)
+    if (results[i] != ncclSuccess) {
+      for (int j = 0; j < ndev; ++j)
+        if (results[j] == ncclSuccess) ncclCommDestroy(comms[j]);
+      return fail(results[i], nullptr, "rank %d: %s", i, errors[i].c_str());
+    }
+  return ncclSuccess;
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  return guardNccl([&]() -> ncclResult_t {
-    // Every strata operation has completed when its call (or group) returned.
-    if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
-    return ncclSuccess;
-  });
+  // Every strata operation has completed when its call (or group) returned.
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  return ncclSuccess;
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  return guardNccl([&]() -> ncclResult_t {
-    if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
-    strata_result_t rc = strata_comm_destroy(comm->comm);
-    delete comm;
-    return done(rc, nullptr);
-  });
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  strata_result_t rc = strata_comm_destroy(comm->comm);
+  delete comm;
+  return done(rc, nullptr);
 }
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  return guardNccl([&]() -> ncclResult_t {
-    if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
-    strata_result_t rc = strata_comm_abort(comm->comm);
-    delete comm;
-    return done(rc, nullptr);
-  });
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  strata_result_t rc = strata_comm_abort(comm->comm);
+  delete comm;
+  return done(rc, nullptr);
 }
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                            ncclConfig_t* config) {
-  return guardNccl([&]() -> ncclResult_t {
-    if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
-    if (!newcomm) return fail(ncclInvalidArgument, comm, "newcomm (the output pointer) is NULL");
-    if (config && config->magic != 0xcafebeef)
-      return fail(ncclInvalidArgument, comm, "config was not initialised with NCCL_CONFIG_INITIALIZER");
-    strata_comm_t s = nullptr;
-    strata_result_t rc = strata_comm_split(comm->comm, color, key, &s);
-    if (rc != STRATA_SUCCESS) return done(rc, comm);
-    if (!s) {
-      *newcomm = nullptr;
-      return ncclSuccess;
-    }
-    return wrap(s, newcomm);
-  });
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  if (!newcomm) return fail(ncclInvalidArgument, comm, "newcomm (the output pointer) is NULL");
+  if (config && config->magic != 0xcafebeef)
+    return fail(ncclInvalidArgument, comm, "config was not initialised with NCCL_CONFIG_INITIALIZER");
+  strata_comm_t s = nullptr;
+  strata_result_t rc = strata_comm_split(comm->comm, color, key, &s);
+  if (rc != STRATA_SUCCESS) return done(rc, comm);
+  if (!s) {
+    *newcomm = nullptr;
+    return ncclSuccess;
+  }
+  return wrap(s, newcomm);
 }
 
 const char* ncclGetErrorString(ncclResult_t result) {
@@ -302,160 +268,132 @@ const char* ncclGetLastError(ncclComm_t comm) {
 }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
-  return guardNccl([&]() -> ncclResult_t {
-    if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
-    if (!asyncError) return fail(ncclInvalidArgument, comm, "asyncError is NULL");
-    strata_result_t err = STRATA_SUCCESS;
-    strata_result_t rc = strata_comm_get_async_error(comm->comm, &err);
-    if (rc != STRATA_SUCCESS) return done(rc, comm);
-    *asyncError = fromStrata(err);
-    return ncclSuccess;
-  });
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  if (!asyncError) return fail(ncclInvalidArgument, comm, "asyncError is NULL");
+  strata_result_t err = STRATA_SUCCESS;
+  strata_result_t rc = strata_comm_get_async_error(comm->comm, &err);
+  if (rc != STRATA_SUCCESS) return done(rc, comm);
+  *asyncError = fromStrata(err);
+  return ncclSuccess;
 }
 
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
-  return guardNccl([&]() -> ncclResult_t {
-    if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
-    return done(strata_comm_size(comm->comm, count), comm);
-  });
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  return done(strata_comm_size(comm->comm, count), comm);
 }
 
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
-  return guardNccl([&]() -> ncclResult_t {
-    if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
-    if (!device) return fail(ncclInvalidArgument, comm, "device is NULL");
-    *device = -1;
-    return ncclSuccess;
-  });
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  if (!device) return fail(ncclInvalidArgument, comm, "device is NULL");
+  *device = -1;
+  return ncclSuccess;
 }
 
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
-  return guardNccl([&]() -> ncclResult_t {
-    if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
-    return done(strata_comm_rank(comm->comm, rank), comm);
-  });
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  return done(strata_comm_rank(comm->comm, rank), comm);
 }
 
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                       ncclScalarResidence_t residence, ncclComm_t comm) {
-  return guardNccl([&]() -> ncclResult_t {
-    if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
-    if (!op || !scalar) return fail(ncclInvalidArgument, comm, "%s is NULL", op ? "scalar" : "op");
-    if (residence != ncclScalarHostImmediate)
-      return fail(ncclInvalidArgument, comm, "residence=%d: only ncclScalarHostImmediate (host memory) is supported", residence);
-    if (datatype == ncclFloat16 || datatype == ncclBfloat16 || datatype < 0 || datatype >= ncclNumTypes)
-      return fail(ncclInvalidArgument, comm, "datatype=%d: pre-multiplied sums take integer, float or double", datatype);
-    ncclComm::PreMul pm{true, datatype, {}};
-    const size_t elem = datatype <= ncclUint8 ? 1 : datatype == ncclInt64 || datatype == ncclUint64 || datatype == ncclFloat64 ? 8 : 4;
-    std::memcpy(pm.scalar, scalar, elem);
-    size_t index = 0;
-    while (index < comm->premul.size() && comm->premul[index].live) ++index;
-    if (index == comm->premul.size()) comm->premul.push_back(pm);
-    else comm->premul[index] = pm;
-    *op = static_cast<ncclRedOp_t>(ncclNumOps + index);
-    return ncclSuccess;
-  });
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  if (!op || !scalar) return fail(ncclInvalidArgument, comm, "%s is NULL", op ? "scalar" : "op");
+  if (residence != ncclScalarHostImmediate)
+    return fail(ncclInvalidArgument, comm, "residence=%d: only ncclScalarHostImmediate (host memory) is supported", residence);
+  if (datatype == ncclFloat16 || datatype == ncclBfloat16 || datatype < 0 || datatype >= ncclNumTypes)
+    return fail(ncclInvalidArgument, comm, "datatype=%d: pre-multiplied sums take integer, float or double", datatype);
+  ncclComm::PreMul pm{true, datatype, {}};
+  const size_t elem = datatype <= ncclUint8 ? 1 : datatype == ncclInt64 || datatype == ncclUint64 || datatype == ncclFloat64 ? 8 : 4;
+  std::memcpy(pm.scalar, scalar, elem);
+  size_t index = 0;
+  while (index < comm->premul.size() && comm->premul[index].live) ++index;
+  if (index == comm->premul.size()) comm->premul.push_back(pm);
+  else comm->premul[index] = pm;
+  *op = static_cast<ncclRedOp_t>(ncclNumOps + index);
+  return ncclSuccess;
 }
 
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
-  return guardNccl([&]() -> ncclResult_t {
-    if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
-    size_t index = static_cast<size_t>(op) - ncclNumOps;
-    if (op < ncclNumOps || index >= comm->premul.size() || !comm->premul[index].live)
-      return fail(ncclInvalidArgument, comm, "op=%d is not a live op made by ncclRedOpCreatePreMulSum", op);
-    comm->premul[index].live = false;
-    return ncclSuccess;
-  });
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  size_t index = static_cast<size_t>(op) - ncclNumOps;
+  if (op < ncclNumOps || index >= comm->premul.size() || !comm->premul[index].live)
+    return fail(ncclInvalidArgument, comm, "op=%d is not a live op made by ncclRedOpCreatePreMulSum", op);
+  comm->premul[index].live = false;
+  return ncclSuccess;
 }
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return guardNccl([&]() -> ncclResult_t {
-    return reduction(comm, stream, datatype, op, sendbuff, count,
-                     [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
-                       return strata_allreduce(in, recvbuff, count, dt, sop, comm->comm);
-                     });
-  });
+  return reduction(comm, stream, datatype, op, sendbuff, count,
+                   [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
+                     return strata_allreduce(in, recvbuff, count, dt, sop, comm->comm);
+                   });
 }
 
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return guardNccl([&]() -> ncclResult_t {
-    return reduction(comm, stream, datatype, op, sendbuff, count,
-                     [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
-                       return strata_reduce(in, recvbuff, count, dt, sop, root, comm->comm);
-                     });
-  });
+  return reduction(comm, stream, datatype, op, sendbuff, count,
+                   [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
+                     return strata_reduce(in, recvbuff, count, dt, sop, root, comm->comm);
+                   });
 }
 
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream) {
-  return guardNccl([&]() -> ncclResult_t {
-    int n = 0;
-    if (comm) strata_comm_size(comm->comm, &n);  // a failed size leaves 0: strata_reduce_scatter reports it
-    // The input count is formed only once it cannot wrap.
-    if (n > 0 && recvcount > SIZE_MAX / static_cast<size_t>(n))
-      return fail(ncclInvalidArgument, comm, "recvcount=%zu times %d ranks overflows size_t", recvcount, n);
-    return reduction(comm, stream, datatype, op, sendbuff, recvcount * n,
-                     [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
-                       return strata_reduce_scatter(in, recvbuff, recvcount, dt, sop, comm->comm);
-                     });
-  });
+  int n = 0;
+  if (comm) strata_comm_size(comm->comm, &n);  // a failed size leaves 0: strata_reduce_scatter reports it
+  // The input count is formed only once it cannot wrap.
+  if (n > 0 && recvcount > SIZE_MAX / static_cast<size_t>(n))
+    return fail(ncclInvalidArgument, comm, "recvcount=%zu times %d ranks overflows size_t", recvcount, n);
+  return reduction(comm, stream, datatype, op, sendbuff, recvcount * n,
+                   [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
+                     return strata_reduce_scatter(in, recvbuff, recvcount, dt, sop, comm->comm);
+                   });
 }
 
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            int root, ncclComm_t comm, cudaStream_t stream) {
-  return guardNccl([&]() -> ncclResult_t {
-    strata_datatype_t dt = STRATA_UINT8;
-    ncclResult_t r = prepare(comm, stream, datatype, &dt);
-    if (r != ncclSuccess) return r;
-    return done(strata_broadcast(sendbuff, recvbuff, count, dt, root, comm->comm), comm);
-  });
+  strata_datatype_t dt = STRATA_UINT8;
+  ncclResult_t r = prepare(comm, stream, datatype, &dt);
+  if (r != ncclSuccess) return r;
+  return done(strata_broadcast(sendbuff, recvbuff, count, dt, root, comm->comm), comm);
 }
 
 ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                        cudaStream_t stream) {
-  return guardNccl([&]() -> ncclResult_t {
-    return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
-  });
+  return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
 }
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return guardNccl([&]() -> ncclResult_t {
-    strata_datatype_t dt = STRATA_UINT8;
-    ncclResult_t r = prepare(comm, stream, datatype, &dt);
-    if (r != ncclSuccess) return r;
-    return done(strata_allgather(sendbuff, recvbuff, sendcount, dt, comm->comm), comm);
-  });
+  strata_datatype_t dt = STRATA_UINT8;
+  ncclResult_t r = prepare(comm, stream, datatype, &dt);
+  if (r != ncclSuccess) return r;
+  return done(strata_allgather(sendbuff, recvbuff, sendcount, dt, comm->comm), comm);
 }
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  return guardNccl([&]() -> ncclResult_t {
-    strata_datatype_t dt = STRATA_UINT8;
-    ncclResult_t r = prepare(comm, stream, datatype, &dt);
-    if (r != ncclSuccess) return r;
-    return done(strata_send(sendbuff, count, dt, peer, comm->comm), comm);
-  });
+  strata_datatype_t dt = STRATA_UINT8;
+  ncclResult_t r = prepare(comm, stream, datatype, &dt);
+  if (r != ncclSuccess) return r;
+  return done(strata_send(sendbuff, count, dt, peer, comm->comm), comm);
 }
 
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  return guardNccl([&]() -> ncclResult_t {
-    strata_datatype_t dt = STRATA_UINT8;
-    ncclResult_t r = prepare(comm, stream, datatype, &dt);
-    if (r != ncclSuccess) return r;
-    return done(strata_recv(recvbuff, count, dt, peer, comm->comm), comm);
-  });
+  strata_datatype_t dt = STRATA_UINT8;
+  ncclResult_t r = prepare(comm, stream, datatype, &dt);
+  if (r != ncclSuccess) return r;
+  return done(strata_recv(recvbuff, count, dt, peer, comm->comm), comm);
 }
 
 ncclResult_t ncclGroupStart(void) {
-  return guardNccl([&]() -> ncclResult_t { return done(strata_group_start(), nullptr); });
+  return done(strata_group_start(), nullptr);
 }
 ncclResult_t ncclGroupEnd(void) {
-  return guardNccl([&]() -> ncclResult_t { return done(strata_group_end(), nullptr); });
+  return done(strata_group_end(), nullptr);
 }
 
 }  // extern "C"

@@ -385,221 +385,173 @@ extern "C" {
 STRATA_API strata_result_t strata_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                                             strata_datatype_t datatype, strata_op_t op,
                                             strata_comm_t comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    return api::allreduce(sendbuf, recvbuf, count, datatype, op, comm, nullptr);
-  });
+  return api::allreduce(sendbuf, recvbuf, count, datatype, op, comm, nullptr);
 }
 STRATA_API strata_result_t strata_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
                                              strata_datatype_t datatype, strata_op_t op,
                                              strata_comm_t comm, strata_request_t* request) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    STRATA_NEED_REQUEST(request);
-    return api::allreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
-  });
+  STRATA_NEED_REQUEST(request);
+  return api::allreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 STRATA_API strata_result_t strata_broadcast(const void* sendbuf, void* recvbuf, size_t count,
                                             strata_datatype_t datatype, int root,
                                             strata_comm_t comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    return api::broadcast(sendbuf, recvbuf, count, datatype, root, comm, nullptr);
-  });
+  return api::broadcast(sendbuf, recvbuf, count, datatype, root, comm, nullptr);
 }
 STRATA_API strata_result_t strata_ibroadcast(const void* sendbuf, void* recvbuf, size_t count,
                                              strata_datatype_t datatype, int root,
                                              strata_comm_t comm, strata_request_t* request) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    STRATA_NEED_REQUEST(request);
-    return api::broadcast(sendbuf, recvbuf, count, datatype, root, comm, request);
-  });
+  STRATA_NEED_REQUEST(request);
+  return api::broadcast(sendbuf, recvbuf, count, datatype, root, comm, request);
 }
 
 STRATA_API strata_result_t strata_reduce(const void* sendbuf, void* recvbuf, size_t count,
                                          strata_datatype_t datatype, strata_op_t op, int root,
                                          strata_comm_t comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    return api::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, nullptr);
-  });
+  return api::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, nullptr);
 }
 STRATA_API strata_result_t strata_ireduce(const void* sendbuf, void* recvbuf, size_t count,
                                           strata_datatype_t datatype, strata_op_t op, int root,
                                           strata_comm_t comm, strata_request_t* request) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    STRATA_NEED_REQUEST(request);
-    return api::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
-  });
+  STRATA_NEED_REQUEST(request);
+  return api::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
 }
 
 STRATA_API strata_result_t strata_allgather(const void* sendbuf, void* recvbuf, size_t count,
                                             strata_datatype_t datatype, strata_comm_t comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    return api::allgather(sendbuf, recvbuf, count, datatype, comm, nullptr);
-  });
+  return api::allgather(sendbuf, recvbuf, count, datatype, comm, nullptr);
 }
 STRATA_API strata_result_t strata_iallgather(const void* sendbuf, void* recvbuf, size_t count,
                                              strata_datatype_t datatype, strata_comm_t comm,
                                              strata_request_t* request) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    STRATA_NEED_REQUEST(request);
-    return api::allgather(sendbuf, recvbuf, count, datatype, comm, request);
-  });
+  STRATA_NEED_REQUEST(request);
+  return api::allgather(sendbuf, recvbuf, count, datatype, comm, request);
 }
 
 STRATA_API strata_result_t strata_allgatherv(const void* sendbuf, size_t sendcount, void* recvbuf,
                                              const size_t* recvcounts, const size_t* displs,
                                              strata_datatype_t datatype, strata_comm_t comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    return api::allgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, datatype, comm, nullptr);
-  });
+  return api::allgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, datatype, comm, nullptr);
 }
 STRATA_API strata_result_t strata_iallgatherv(const void* sendbuf, size_t sendcount,
                                               void* recvbuf, const size_t* recvcounts,
                                               const size_t* displs, strata_datatype_t datatype,
                                               strata_comm_t comm, strata_request_t* request) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    STRATA_NEED_REQUEST(request);
-    return api::allgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, datatype, comm, request);
-  });
+  STRATA_NEED_REQUEST(request);
+  return api::allgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, datatype, comm, request);
 }
 
 STRATA_API strata_result_t strata_reduce_scatter(const void* sendbuf, void* recvbuf, size_t count,
                                                  strata_datatype_t datatype, strata_op_t op,
                                                  strata_comm_t comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    return api::reduceScatter(sendbuf, recvbuf, count, datatype, op, comm, nullptr);
-  });
+  return api::reduceScatter(sendbuf, recvbuf, count, datatype, op, comm, nullptr);
 }
 STRATA_API strata_result_t strata_ireduce_scatter(const void* sendbuf, void* recvbuf,
                                                   size_t count, strata_datatype_t datatype,
                                                   strata_op_t op, strata_comm_t comm,
                                                   strata_request_t* request) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    STRATA_NEED_REQUEST(request);
-    return api::reduceScatter(sendbuf, recvbuf, count, datatype, op, comm, request);
-  });
+  STRATA_NEED_REQUEST(request);
+  return api::reduceScatter(sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 STRATA_API strata_result_t strata_alltoall(const void* sendbuf, void* recvbuf, size_t count,
                                            strata_datatype_t datatype, strata_comm_t comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    return api::alltoall(sendbuf, recvbuf, count, datatype, comm, nullptr);
-  });
+  return api::alltoall(sendbuf, recvbuf, count, datatype, comm, nullptr);
 }
 STRATA_API strata_result_t strata_ialltoall(const void* sendbuf, void* recvbuf, size_t count,
                                             strata_datatype_t datatype, strata_comm_t comm,
                                             strata_request_t* request) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    STRATA_NEED_REQUEST(request);
-    return api::alltoall(sendbuf, recvbuf, count, datatype, comm, request);
-  });
+  STRATA_NEED_REQUEST(request);
+  return api::alltoall(sendbuf, recvbuf, count, datatype, comm, request);
 }
 
 STRATA_API strata_result_t strata_alltoallv(const void* sendbuf, const size_t* sendcounts,
                                             const size_t* sdispls, void* recvbuf,
                                             const size_t* recvcounts, const size_t* rdispls,
                                             strata_datatype_t datatype, strata_comm_t comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    return api::alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, datatype, comm,
-                          nullptr);
-  });
+  return api::alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, datatype, comm,
+                        nullptr);
 }
 STRATA_API strata_result_t strata_ialltoallv(const void* sendbuf, const size_t* sendcounts,
                                              const size_t* sdispls, void* recvbuf,
                                              const size_t* recvcounts, const size_t* rdispls,
                                              strata_datatype_t datatype, strata_comm_t comm,
                                              strata_request_t* request) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    STRATA_NEED_REQUEST(request);
-    return api::alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, datatype, comm,
-                          request);
-  });
+  STRATA_NEED_REQUEST(request);
+  return api::alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, datatype, comm,
+                        request);
 }
 
 STRATA_API strata_result_t strata_send(const void* sendbuf, size_t count,
                                        strata_datatype_t datatype, int peer, strata_comm_t comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    return api::p2p(true, sendbuf, nullptr, count, datatype, peer, comm, nullptr);
-  });
+  return api::p2p(true, sendbuf, nullptr, count, datatype, peer, comm, nullptr);
 }
 STRATA_API strata_result_t strata_recv(void* recvbuf, size_t count, strata_datatype_t datatype,
                                        int peer, strata_comm_t comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    return api::p2p(false, nullptr, recvbuf, count, datatype, peer, comm, nullptr);
-  });
+  return api::p2p(false, nullptr, recvbuf, count, datatype, peer, comm, nullptr);
 }
 STRATA_API strata_result_t strata_isend(const void* sendbuf, size_t count,
                                         strata_datatype_t datatype, int peer, strata_comm_t comm,
                                         strata_request_t* request) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    STRATA_NEED_REQUEST(request);
-    return api::p2p(true, sendbuf, nullptr, count, datatype, peer, comm, request);
-  });
+  STRATA_NEED_REQUEST(request);
+  return api::p2p(true, sendbuf, nullptr, count, datatype, peer, comm, request);
 }
 STRATA_API strata_result_t strata_irecv(void* recvbuf, size_t count, strata_datatype_t datatype,
                                         int peer, strata_comm_t comm, strata_request_t* request) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    STRATA_NEED_REQUEST(request);
-    return api::p2p(false, nullptr, recvbuf, count, datatype, peer, comm, request);
-  });
+  STRATA_NEED_REQUEST(request);
+  return api::p2p(false, nullptr, recvbuf, count, datatype, peer, comm, request);
 }
 
 STRATA_API strata_result_t strata_barrier(strata_comm_t comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t { return api::barrier(comm, nullptr); });
+  return api::barrier(comm, nullptr);
 }
 STRATA_API strata_result_t strata_ibarrier(strata_comm_t comm, strata_request_t* request) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    STRATA_NEED_REQUEST(request);
-    return api::barrier(comm, request);
-  });
+  STRATA_NEED_REQUEST(request);
+  return api::barrier(comm, request);
 }
 
 STRATA_API strata_result_t strata_test(strata_request_t request, int* done) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    if (!done) return finish(STRATA_INVALID_ARG("done (the output pointer) is NULL"));
-    if (!request) {
-      *done = 1;
-      return STRATA_SUCCESS;
-    }
-    strata_comm* comm = request->comm;
-    bool finished;
-    {
-      api::CallGuard guard(comm);
-      finished = comm->impl->test(request->request);
-    }
-    if (!finished) {
-      *done = 0;
-      return STRATA_SUCCESS;
-    }
-    Status s = request->request.status();
-    // The message first: freeing the request may free the communicator.
-    strata_result_t rc = finish(s, comm);
-    api::freeRequest(request);
+  if (!done) return finish(STRATA_INVALID_ARG("done (the output pointer) is NULL"));
+  if (!request) {
     *done = 1;
-    return rc;
-  });
+    return STRATA_SUCCESS;
+  }
+  strata_comm* comm = request->comm;
+  bool finished;
+  {
+    api::CallGuard guard(comm);
+    finished = comm->impl->test(request->request);
+  }
+  if (!finished) {
+    *done = 0;
+    return STRATA_SUCCESS;
+  }
+  Status s = request->request.status();
+  // The message first: freeing the request may free the communicator.
+  strata_result_t rc = finish(s, comm);
+  api::freeRequest(request);
+  *done = 1;
+  return rc;
 }
 
 STRATA_API strata_result_t strata_comm_algorithm(strata_comm_t comm, const char* collective, size_t count,
                                                  strata_datatype_t datatype, char* name, size_t len,
                                                  int* nchannels) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    return api::algorithm(comm, collective, count, datatype, name, len, nchannels);
-  });
+  return api::algorithm(comm, collective, count, datatype, name, len, nchannels);
 }
 
 STRATA_API strata_result_t strata_wait(strata_request_t request) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    if (!request) return STRATA_SUCCESS;
-    strata_comm* comm = request->comm;
-    Status s;
-    {
-      api::CallGuard guard(comm);
-      s = comm->impl->wait(request->request);
-    }
-    strata_result_t rc = finish(s, comm);
-    api::freeRequest(request);
-    return rc;
-  });
+  if (!request) return STRATA_SUCCESS;
+  strata_comm* comm = request->comm;
+  Status s;
+  {
+    api::CallGuard guard(comm);
+    s = comm->impl->wait(request->request);
+  }
+  strata_result_t rc = finish(s, comm);
+  api::freeRequest(request);
+  return rc;
 }
 
 }  // extern "C"

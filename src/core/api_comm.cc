@@ -177,11 +177,9 @@ using strata::api::finish;
 extern "C" {
 
 STRATA_API strata_result_t strata_get_version(int* version) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    if (!version) return finish(STRATA_INVALID_ARG("version (the output pointer) is NULL"));
-    *version = STRATA_VERSION_CODE;
-    return STRATA_SUCCESS;
-  });
+  if (!version) return finish(STRATA_INVALID_ARG("version (the output pointer) is NULL"));
+  *version = STRATA_VERSION_CODE;
+  return STRATA_SUCCESS;
 }
 
 STRATA_API const char* strata_last_error(void) { return api::tLastError.c_str(); }
@@ -191,7 +189,7 @@ STRATA_API const char* strata_comm_last_error(strata_comm_t comm) {
   // The string lives in a thread-local so the pointer stays valid for the caller.
   thread_local std::string copy;
   if (!comm->initDone.load(std::memory_order_acquire)) return "";
-  // Not a strata_result_t, so not api::guardAbi; the copy may still throw.
+  // The copy may throw, and no exception may unwind into a C caller.
   try {
     Status init = api::ready(comm);
     copy = init.isOk() ? comm->impl->lastError() : init.message();
@@ -202,121 +200,101 @@ STRATA_API const char* strata_comm_last_error(strata_comm_t comm) {
 }
 
 STRATA_API strata_result_t strata_get_unique_id(strata_unique_id_t* id) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    if (!id) return finish(STRATA_INVALID_ARG("id (the output pointer) is NULL"));
-    api::reloadSettings();
-    return finish(api::newUniqueId(id));
-  });
+  if (!id) return finish(STRATA_INVALID_ARG("id (the output pointer) is NULL"));
+  api::reloadSettings();
+  return finish(api::newUniqueId(id));
 }
 
 STRATA_API strata_result_t strata_comm_init_rank(strata_comm_t* comm, int nranks,
                                                  strata_unique_id_t id, int rank) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    api::reloadSettings();
-    log::setThreadRank(rank);
-    return finish(api::initRank(comm, nranks, id, rank));
-  });
+  api::reloadSettings();
+  log::setThreadRank(rank);
+  return finish(api::initRank(comm, nranks, id, rank));
 }
 
 STRATA_API strata_result_t strata_comm_init_rank_nonblocking(strata_comm_t* comm, int nranks,
                                                              strata_unique_id_t id, int rank) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    api::reloadSettings();
-    return finish(api::initRankNonBlocking(comm, nranks, id, rank));
-  });
+  api::reloadSettings();
+  return finish(api::initRankNonBlocking(comm, nranks, id, rank));
 }
 
 STRATA_API strata_result_t strata_comm_init_env(strata_comm_t* comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    api::reloadSettings();
-    return finish(api::initEnv(comm));
-  });
+  api::reloadSettings();
+  return finish(api::initEnv(comm));
 }
 
 STRATA_API strata_result_t strata_comm_init_world(strata_comm_t* comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    api::reloadSettings();
-    return finish(api::initWorld(comm));
-  });
+  api::reloadSettings();
+  return finish(api::initWorld(comm));
 }
 
 STRATA_API strata_result_t strata_comm_destroy(strata_comm_t comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
-    if (!api::ready(comm).isOk()) {  // a failed non-blocking init: nothing was built
-      delete comm;
-      return STRATA_SUCCESS;
-    }
-    int pending = comm->liveRequests.load();
-    if (pending > 0)
-      comm->impl->fail(makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
-                                      "rank %d destroyed the communicator with %d requests outstanding",
-                                      comm->impl->rank(), pending));
-    api::releaseComm(comm);
+  if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  if (!api::ready(comm).isOk()) {  // a failed non-blocking init: nothing was built
+    delete comm;
     return STRATA_SUCCESS;
-  });
+  }
+  int pending = comm->liveRequests.load();
+  if (pending > 0)
+    comm->impl->fail(makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
+                                    "rank %d destroyed the communicator with %d requests outstanding",
+                                    comm->impl->rank(), pending));
+  api::releaseComm(comm);
+  return STRATA_SUCCESS;
 }
 
 STRATA_API strata_result_t strata_comm_abort(strata_comm_t comm) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
-    if (!api::ready(comm).isOk()) {
-      delete comm;
-      return STRATA_SUCCESS;
-    }
-    Comm& impl = *comm->impl;
-    impl.fail(makeErrorQuiet(STRATA_ERR_INVALID_USAGE, "rank %d aborted the communicator (strata_comm_abort)",
-                             impl.rank()));
-    // Calls blocked in other threads now fail; let them leave before freeing.
-    double deadline = nowSeconds() + impl.timeoutSeconds();
-    while (impl.activeCalls.load() > 0 && nowSeconds() < deadline) std::this_thread::yield();
-    if (impl.activeCalls.load() > 0) {
-      return finish(STRATA_ERROR(STRATA_ERR_INTERNAL,
-                                 "calls on the communicator did not return after abort; not freed"),
-                    comm);
-    }
-    api::releaseComm(comm);
+  if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  if (!api::ready(comm).isOk()) {
+    delete comm;
     return STRATA_SUCCESS;
-  });
+  }
+  Comm& impl = *comm->impl;
+  impl.fail(makeErrorQuiet(STRATA_ERR_INVALID_USAGE, "rank %d aborted the communicator (strata_comm_abort)",
+                           impl.rank()));
+  // Calls blocked in other threads now fail; let them leave before freeing.
+  double deadline = nowSeconds() + impl.timeoutSeconds();
+  while (impl.activeCalls.load() > 0 && nowSeconds() < deadline) std::this_thread::yield();
+  if (impl.activeCalls.load() > 0) {
+    return finish(STRATA_ERROR(STRATA_ERR_INTERNAL,
+                               "calls on the communicator did not return after abort; not freed"),
+                  comm);
+  }
+  api::releaseComm(comm);
+  return STRATA_SUCCESS;
 }
 
 STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
-    if (!rank) return finish(STRATA_INVALID_ARG("rank (the output pointer) is NULL"), comm);
-    Status s = api::ready(comm);
-    if (!s.isOk()) return finish(s, comm);
-    *rank = comm->impl->rank();
-    return STRATA_SUCCESS;
-  });
+  if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  if (!rank) return finish(STRATA_INVALID_ARG("rank (the output pointer) is NULL"), comm);
+  Status s = api::ready(comm);
+  if (!s.isOk()) return finish(s, comm);
+  *rank = comm->impl->rank();
+  return STRATA_SUCCESS;
 }
 
 STRATA_API strata_result_t strata_comm_peer_transport(strata_comm_t comm, int peer, char* name, size_t len) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
-    if (!name || len == 0) return finish(STRATA_INVALID_ARG("name is NULL or len is 0"), comm);
-    Status s = api::ready(comm);
-    if (!s.isOk()) return finish(s, comm);
-    const int nranks = comm->impl->size();
-    if (peer < 0 || peer >= nranks)
-      return finish(STRATA_INVALID_ARG("peer %d is not a rank of this communicator (0..%d)", peer, nranks - 1), comm);
-    const char* transport = comm->impl->transportTo(peer);
-    if (std::strlen(transport) >= len)
-      return finish(STRATA_INVALID_ARG("len %zu is too small for \"%s\"", len, transport), comm);
-    std::snprintf(name, len, "%s", transport);
-    return STRATA_SUCCESS;
-  });
+  if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  if (!name || len == 0) return finish(STRATA_INVALID_ARG("name is NULL or len is 0"), comm);
+  Status s = api::ready(comm);
+  if (!s.isOk()) return finish(s, comm);
+  const int nranks = comm->impl->size();
+  if (peer < 0 || peer >= nranks)
+    return finish(STRATA_INVALID_ARG("peer %d is not a rank of this communicator (0..%d)", peer, nranks - 1), comm);
+  const char* transport = comm->impl->transportTo(peer);
+  if (std::strlen(transport) >= len)
+    return finish(STRATA_INVALID_ARG("len %zu is too small for \"%s\"", len, transport), comm);
+  std::snprintf(name, len, "%s", transport);
+  return STRATA_SUCCESS;
 }
 
 STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
-    if (!size) return finish(STRATA_INVALID_ARG("size (the output pointer) is NULL"), comm);
-    Status s = api::ready(comm);
-    if (!s.isOk()) return finish(s, comm);
-    *size = comm->impl->size();
-    return STRATA_SUCCESS;
-  });
+  if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  if (!size) return finish(STRATA_INVALID_ARG("size (the output pointer) is NULL"), comm);
+  Status s = api::ready(comm);
+  if (!s.isOk()) return finish(s, comm);
+  *size = comm->impl->size();
+  return STRATA_SUCCESS;
 }
 
 }  // extern "C"

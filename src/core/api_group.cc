@@ -24,23 +24,19 @@ using strata::api::finish;
 extern "C" {
 
 STRATA_API strata_result_t strata_group_start(void) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    ++strata::api::tDepth;
-    return STRATA_SUCCESS;
-  });
+  ++strata::api::tDepth;
+  return STRATA_SUCCESS;
 }
 
 STRATA_API strata_result_t strata_group_end(void) {
-  return strata::api::guardAbi([&]() -> strata_result_t {
-    using namespace strata::api;
-    if (tDepth == 0)
-      return finish(strata::makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
-                                           "strata_group_end without a matching strata_group_start"));
-    if (--tDepth > 0) return STRATA_SUCCESS;
-    strata_comm* failed = nullptr;
-    strata::Status s = tGroup.issue(&failed);
-    return finish(s, failed);
-  });
+  using namespace strata::api;
+  if (tDepth == 0)
+    return finish(strata::makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
+                                         "strata_group_end without a matching strata_group_start"));
+  if (--tDepth > 0) return STRATA_SUCCESS;
+  strata_comm* failed = nullptr;
+  strata::Status s = tGroup.issue(&failed);
+  return finish(s, failed);
 }
 
 }  // extern "C"

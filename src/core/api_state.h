@@ -4,10 +4,8 @@
 #pragma once
 
 #include <atomic>
-#include <exception>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <thread>
 #include <string>
 
@@ -44,22 +42,6 @@ namespace strata::api {
 // Records a failed call's message (thread's and communicator's) and returns
 // its code; success passes through untouched.
 strata_result_t finish(const Status& status, strata_comm* comm = nullptr);
-
-// Runs the body of a C entry point: a C++ exception must not unwind into a C
-// caller, so std::bad_alloc becomes STRATA_ERR_SYSTEM and any other
-// std::exception STRATA_ERR_INTERNAL, logged once here with its what().
-// Only std::exception is caught: the forced unwind of pthread_cancel is not
-// one and must pass. The try block costs nothing until something throws.
-template <typename Body>
-strata_result_t guardAbi(Body&& body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc& e) {
-    return finish(STRATA_ERROR(STRATA_ERR_SYSTEM, "out of memory (%s)", e.what()));
-  } catch (const std::exception& e) {
-    return finish(STRATA_ERROR(STRATA_ERR_INTERNAL, "unexpected C++ exception: %s", e.what()));
-  }
-}
 
 // Re-reads configuration and logging settings: every init entry point calls it.
 void reloadSettings();
