@@ -503,9 +503,7 @@ STRATA_API strata_result_t strata_irecv(void* recvbuf, size_t count, strata_data
   return api::p2p(false, nullptr, recvbuf, count, datatype, peer, comm, request);
 }
 
-STRATA_API strata_result_t strata_barrier(strata_comm_t comm) {
-  return api::barrier(comm, nullptr);
-}
+STRATA_API strata_result_t strata_barrier(strata_comm_t comm) { return api::barrier(comm, nullptr); }
 STRATA_API strata_result_t strata_ibarrier(strata_comm_t comm, strata_request_t* request) {
   STRATA_NEED_REQUEST(request);
   return api::barrier(comm, request);
