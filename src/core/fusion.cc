@@ -35,11 +35,7 @@ void Fusion::add(const CollCall& call) {
 
 CollCall Fusion::pack(char* buffer) {
   buffer_ = buffer;
-  uint64_t off = 0;
-  for (const CollCall& c : calls_) {
-    std::memcpy(buffer_ + off, c.sendbuf, bytesOf(c));
-    off += bytesOf(c);
-  }
+  walk([&](const CollCall& c, uint64_t off, uint64_t n) { std::memcpy(buffer_ + off, c.sendbuf, n); });
   CollCall fused = calls_[0];
   fused.sendbuf = fused.recvbuf = buffer_;
   fused.count = bytes_ / strata_datatype_size(fused.datatype);
@@ -47,11 +43,7 @@ CollCall Fusion::pack(char* buffer) {
 }
 
 void Fusion::unpack() const {
-  uint64_t off = 0;
-  for (const CollCall& c : calls_) {
-    std::memcpy(c.recvbuf, buffer_ + off, bytesOf(c));
-    off += bytesOf(c);
-  }
+  walk([&](const CollCall& c, uint64_t off, uint64_t n) { std::memcpy(c.recvbuf, buffer_ + off, n); });
 }
 
 char* FusionBuffers::get(size_t index, size_t bytes) {

@@ -36,6 +36,17 @@ class Fusion {
   void unpack() const;
 
  private:
+  // fn(call, its offset in the buffer, its bytes) for each call, in order.
+  template <typename Fn>
+  void walk(Fn fn) const {
+    uint64_t off = 0;
+    for (const CollCall& c : calls_) {
+      const uint64_t n = c.count * strata_datatype_size(c.datatype);
+      fn(c, off, n);
+      off += n;
+    }
+  }
+
   std::vector<CollCall> calls_;
   uint64_t bytes_ = 0;
   char* buffer_ = nullptr;

@@ -21,7 +21,7 @@ void Group::defer(strata_comm* comm, const CollCall& call) {
 
 void Group::defer(strata_comm* comm, const P2pOp& op) { queue_.push_back(Deferred{comm, true, {}, op, {}}); }
 
-void Group::issueOn(strata_comm* comm, std::vector<Started>* started,
+void Group::issueOn(strata_comm* comm, const FusionLimits& limits, std::vector<Started>* started,
                     std::vector<std::unique_ptr<Fusion>>* fusions) {
   Comm& impl = *comm->impl;
   auto start = [&](Fusion* fusion, const std::function<Status(Request*)>& submit) {
@@ -34,7 +34,6 @@ void Group::issueOn(strata_comm* comm, std::vector<Started>* started,
   auto submit = [&](const CollCall& call, Fusion* fusion) {
     start(fusion, [&](Request* r) { return impl.submit(call, true, r); });
   };
-  const FusionLimits limits = FusionLimits::fromParams();
   auto pending = std::make_unique<Fusion>();
   auto flush = [&] {
     if (pending->size() == 1) submit(pending->first(), nullptr);
@@ -84,7 +83,8 @@ Status Group::issue(strata_comm** failedComm) {
   }
   std::vector<Started> started;
   std::vector<std::unique_ptr<Fusion>> fusions;  // those submitted, to unpack
-  for (strata_comm* comm : comms) issueOn(comm, &started, &fusions);
+  const FusionLimits limits = FusionLimits::fromParams();
+  for (strata_comm* comm : comms) issueOn(comm, limits, &started, &fusions);
   queue_.clear();
 
   driveUntil(

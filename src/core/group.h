@@ -37,7 +37,8 @@ class Group {
     strata_comm* comm;
     Fusion* fusion;  // unpacked on success, or null
   };
-  void issueOn(strata_comm* comm, std::vector<Started>* started, std::vector<std::unique_ptr<Fusion>>* fusions);
+  void issueOn(strata_comm* comm, const FusionLimits& limits, std::vector<Started>* started,
+               std::vector<std::unique_ptr<Fusion>>* fusions);
 
   std::vector<Deferred> queue_;
   FusionBuffers buffers_;
