@@ -17,6 +17,8 @@ packages=(
   iproute2 nftables                             # multi-host tests in network namespaces
   libibverbs-dev ibverbs-providers perftest     # ib transport; ib_write_bw for bench/compare-rdma
   libucx-dev                                    # the ucx transport (STRATA_TRANSPORT=ucx)
+  libssl-dev                                    # the job secret's HMAC, and TLS (STRATA_TLS=1)
+  clang libclang-rt-14-dev                      # libFuzzer targets for the wire parsers (scripts/fuzz.sh)
 )
 
 missing=()
