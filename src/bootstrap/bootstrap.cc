@@ -11,6 +11,7 @@
 #include "listener_handoff.h"
 #include "log.h"
 #include "params.h"
+#include "tls_session.h"
 
 namespace strata::boot {
 namespace {
@@ -50,7 +51,10 @@ Status rootListener(const BootstrapConfig& config, int* fd) {
 
 }  // namespace
 
+Bootstrap::Bootstrap(int rank, int nranks) : rank_(rank), nranks_(nranks) {}
+
 Bootstrap::~Bootstrap() {
+  tls_.clear();
   for (int fd : fds_)
     if (fd >= 0) close(fd);
 }
@@ -68,6 +72,8 @@ Status Bootstrap::create(const BootstrapConfig& config, const topo::HostInfo& se
     return STRATA_INVALID_ARG("nranks=%d is outside 1..%d, the world sizes strata supports", config.nranks,
                               kMaxRanks);
   std::unique_ptr<Bootstrap> b(new Bootstrap(config.rank, config.nranks));
+  static_assert(sizeof(config.id.secret) == sizeof(b->secret_.bytes));
+  std::memcpy(b->secret_.bytes, config.id.secret, sizeof(b->secret_.bytes));
   b->hosts_.resize(config.nranks);
   b->hosts_[config.rank] = self;
   if (config.rank == 0) {
@@ -170,13 +176,15 @@ Status Bootstrap::runRoot(const BootstrapConfig& config, int listenFd) {
   if (getrandom(&commTag_, sizeof(commTag_), 0) != sizeof(commTag_))
     return STRATA_ERROR(STRATA_ERR_SYSTEM, "getrandom failed: %s", errnoText(errno).c_str());
   Reply ok{kOk, nranks_, commTag_};
+  std::vector<int> joiners;
   for (int r = 1; r < nranks_; ++r) {
-    std::string peer = peerName(r);
-    STRATA_CHECK(net::sendAll(fds_[r], &ok, sizeof(ok), deadline, peer.c_str()));
-    STRATA_CHECK(net::sendAll(fds_[r], hosts_.data(), sizeof(topo::HostInfo) * nranks_, deadline,
-                         peer.c_str()));
+    STRATA_CHECK(net::sendAll(fds_[r], &ok, sizeof(ok), deadline, peerName(r).c_str()));
+    joiners.push_back(r);
   }
-  STRATA_INFO(BOOT, "all %d ranks joined", nranks_);
+  STRATA_CHECK(startTlsAsRoot(joiners, deadline));
+  for (int r = 1; r < nranks_; ++r)
+    STRATA_CHECK(sendTo(r, hosts_.data(), sizeof(topo::HostInfo) * nranks_, deadline));
+  STRATA_INFO(BOOT, "all %d ranks joined%s", nranks_, params::tls() ? " (TLS)" : "");
   return Status::ok();
 }
 
@@ -219,7 +227,8 @@ Status Bootstrap::join(const BootstrapConfig& config) {
                           rank_, reply.status);
   }
   commTag_ = reply.commTag;
-  STRATA_CHECK(net::recvAll(fd, hosts_.data(), sizeof(topo::HostInfo) * nranks_, deadline, name.c_str()));
+  STRATA_CHECK(startTlsAsJoiner(deadline));
+  STRATA_CHECK(recvFrom(0, hosts_.data(), sizeof(topo::HostInfo) * nranks_, deadline));
   for (topo::HostInfo& h : hosts_) topo::sanitizeWire(&h);
   return Status::ok();
 }
@@ -230,15 +239,39 @@ Status Bootstrap::allgather(const void* in, void* out, size_t bytes) {
   std::memmove(all + rank_ * bytes, in, bytes);
   if (nranks_ == 1) return Status::ok();
   if (rank_ != 0) {
-    std::string name = peerName(0);
-    STRATA_CHECK(net::sendAll(fds_[0], in, bytes, deadline, name.c_str()));
-    return net::recvAll(fds_[0], all, bytes * nranks_, deadline, name.c_str());
+    STRATA_CHECK(sendTo(0, in, bytes, deadline));
+    return recvFrom(0, all, bytes * nranks_, deadline);
   }
-  for (int r = 1; r < nranks_; ++r)
-    STRATA_CHECK(net::recvAll(fds_[r], all + r * bytes, bytes, deadline, peerName(r).c_str()));
-  for (int r = 1; r < nranks_; ++r)
-    STRATA_CHECK(net::sendAll(fds_[r], all, bytes * nranks_, deadline, peerName(r).c_str()));
+  for (int r = 1; r < nranks_; ++r) STRATA_CHECK(recvFrom(r, all + r * bytes, bytes, deadline));
+  for (int r = 1; r < nranks_; ++r) STRATA_CHECK(sendTo(r, all, bytes * nranks_, deadline));
   return Status::ok();
+}
+
+Status Bootstrap::startTlsAsRoot(const std::vector<int>& ranks, double deadline) {
+  if (!params::tls()) return Status::ok();
+  tls_.resize(fds_.size());
+  std::vector<security::TlsSession*> sessions;
+  for (int r : ranks) {
+    STRATA_CHECK(security::TlsSession::create(fds_[r], security::TlsRole::kServer, secret_, peerName(r), &tls_[r]));
+    sessions.push_back(tls_[r].get());
+  }
+  return security::TlsSession::handshakeAll(sessions, deadline);
+}
+
+Status Bootstrap::startTlsAsJoiner(double deadline) {
+  if (!params::tls()) return Status::ok();
+  tls_.resize(1);
+  return security::TlsSession::start(fds_[0], security::TlsRole::kClient, secret_, peerName(0), deadline, &tls_[0]);
+}
+
+Status Bootstrap::sendTo(int rank, const void* data, size_t bytes, double deadline) {
+  if (rank < static_cast<int>(tls_.size()) && tls_[rank]) return tls_[rank]->sendAll(data, bytes, deadline);
+  return net::sendAll(fds_[rank], data, bytes, deadline, peerName(rank).c_str());
+}
+
+Status Bootstrap::recvFrom(int rank, void* data, size_t bytes, double deadline) {
+  if (rank < static_cast<int>(tls_.size()) && tls_[rank]) return tls_[rank]->recvAll(data, bytes, deadline);
+  return net::recvAll(fds_[rank], data, bytes, deadline, peerName(rank).c_str());
 }
 
 Status Bootstrap::barrier() {

@@ -14,8 +14,13 @@
 
 #include "host.h"
 #include "oob.h"
+#include "secret.h"
 #include "socket.h"
 #include "unique_id.h"
+
+namespace strata::security {
+class TlsSession;
+}
 
 namespace strata::boot {
 
@@ -48,16 +53,35 @@ class Bootstrap final : public OutOfBand {
   const std::vector<topo::HostInfo>& hosts() const { return hosts_; }
   // Random, chosen by rank 0: names this communicator's resources.
   uint64_t commTag() const { return commTag_; }
+  // The job's secret (the unique id's), which keys STRATA_TLS's sessions.
+  const security::Secret& secret() const { return secret_; }
 
  private:
-  Bootstrap(int rank, int nranks) : rank_(rank), nranks_(nranks) {}
+  Bootstrap(int rank, int nranks);
   Status runRoot(const BootstrapConfig& config, int listenFd);
   Status join(const BootstrapConfig& config);
   std::string peerName(int rank) const;
 
+  // STRATA_TLS=1: TLS over connections that have been authenticated, rank 0
+  // the server. Rank 0 calls startTlsAsRoot with the ranks whose
+  // connections (fds_[rank]) are ready, one or many at once (their
+  // handshakes run together); a joiner calls startTlsAsJoiner on fds_[0].
+  // Both do nothing without STRATA_TLS. Everything sent after them must go
+  // through sendTo/recvFrom.
+  Status startTlsAsRoot(const std::vector<int>& ranks, double deadline);
+  Status startTlsAsJoiner(double deadline);
+  // Blocking transfers with the peer at fds_[rank] (a joiner's only peer is
+  // rank 0), through its TLS session when it has one.
+  Status sendTo(int rank, const void* data, size_t bytes, double deadline);
+  Status recvFrom(int rank, void* data, size_t bytes, double deadline);
+
   int rank_;
   int nranks_;
   std::vector<int> fds_;  // rank 0: one per peer; others: fds_[0] to rank 0
+  // Next to fds_, null where a connection carries no TLS; destroyed before
+  // the sockets close (their close_notify goes out on them).
+  std::vector<std::unique_ptr<security::TlsSession>> tls_;
+  security::Secret secret_{};
   std::vector<topo::HostInfo> hosts_;
   uint64_t commTag_ = 0;
 };
