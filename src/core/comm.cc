@@ -117,7 +117,7 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
   }
   for (size_t t = 0; t < transports_.size(); ++t) {
     ConnectRequest req{bootstrap_.get(),  &hosts,           peersOf[t], bootstrap_->commTag(),
-                       shape_.nchannels, shape_.slotBytes, config_.nslots};
+                       shape_.nchannels, shape_.slotBytes, config_.nslots, &bootstrap_->secret()};
     STRATA_CHECK(transports_[t]->connect(req, connections_));
   }
   return Status::ok();

@@ -63,10 +63,20 @@ std::unique_ptr<PairEnd> PairEnd::connect(const std::string& transport, std::uni
     rep.fail("rank %d: exchanging tags: %s", me, describe(s).c_str());
     return nullptr;
   }
+  // The job's secret, as a unique id would carry it: rank 0's.
+  security::Secret secrets[2];
+  security::Secret mineSecret;
+  s = security::randomBytes(mineSecret.bytes, sizeof(mineSecret.bytes));
+  if (s.isOk()) s = end->oob_->allgather(&mineSecret, secrets, sizeof(mineSecret));
+  if (!s.isOk()) {
+    rep.fail("rank %d: exchanging the secret: %s", me, describe(s).c_str());
+    return nullptr;
+  }
+  end->secret_ = secrets[0];
   end->hosts_ = hosts;
   end->transport_ = chosen;
   const ConnectRequest req{end->oob_.get(), &end->hosts_, {peer}, tags[0], options.nchannels, options.slotBytes,
-                           options.nslots};
+                           options.nslots, &end->secret_};
   Connections& c = end->connections_;
   c.send.resize(options.nchannels);
   c.recv.resize(options.nchannels);

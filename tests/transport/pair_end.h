@@ -18,6 +18,7 @@
 #include "message_pattern.h"
 #include "multiproc.h"
 #include "pair_oob.h"
+#include "secret.h"
 #include "transport.h"
 
 namespace strata::test {
@@ -110,6 +111,7 @@ class PairEnd {
   std::unique_ptr<PairOob> oob_;
   PairOptions options_;
   std::vector<topo::HostInfo> hosts_;  // connect()'s request points here
+  security::Secret secret_{};          // rank 0's, for both; keys STRATA_TLS
   std::vector<std::unique_ptr<Transport>> transports_;
   Transport* transport_ = nullptr;  // the one under test, among transports_
   Connections connections_;

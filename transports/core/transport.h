@@ -11,6 +11,10 @@
 #include "host.h"
 #include "oob.h"
 
+namespace strata::security {
+struct Secret;
+}
+
 namespace strata {
 
 struct ConnectRequest {
@@ -21,6 +25,8 @@ struct ConnectRequest {
   int nchannels;
   size_t slotBytes;
   int nslots;
+  // The job's secret, which keys STRATA_TLS's sessions (tcp).
+  const security::Secret* secret = nullptr;
 };
 
 // Connectors by [channel][peer rank]; null where no connection exists.

@@ -6,10 +6,16 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
+#include <memory>
 #include <string>
 
 #include "link_error.h"
+
+namespace strata::security {
+class TlsSession;
+}
 
 namespace strata::sockets {
 
@@ -22,6 +28,15 @@ class SocketLink : public LinkError {
   SocketLink& operator=(const SocketLink&) = delete;
 
   int fd() const { return fd_; }
+  // STRATA_TLS: from here on every byte goes through `session`, which must
+  // be over fd() and have shaken hands. The link owns it.
+  void setTls(std::unique_ptr<security::TlsSession> session);
+  security::TlsSession* tls() const { return tls_.get(); }
+  // Non-blocking I/O with send/recv's results, through TLS when the link has
+  // it: bytes moved, 0 when the peer closed (recv), -1 with errno (EAGAIN:
+  // try again later; after a send's EAGAIN, offer the same bytes again).
+  ssize_t send(const iovec* iov, int iovcnt);
+  ssize_t recv(void* data, size_t bytes);
   // Shuts the socket down both ways: the peer reads end-of-stream at once.
   void abort();
   // Classifies the result of a send or recv on the socket: false if it
@@ -34,6 +49,7 @@ class SocketLink : public LinkError {
   int fd_;
   int peerRank_;
   std::string peerHost_;
+  std::unique_ptr<security::TlsSession> tls_;
 };
 
 }  // namespace strata::sockets

@@ -93,10 +93,7 @@ bool TcpSendConnector::progress() {
       size_t payloadDone = offset > sizeof(WireHeader) ? offset - sizeof(WireHeader) : 0;
       if (h.bytes > payloadDone)
         iov[n++] = {const_cast<char*>(ring_.payload(message)) + payloadDone, h.bytes - payloadDone};
-      msghdr msg{};
-      msg.msg_iov = iov;
-      msg.msg_iovlen = static_cast<size_t>(n);
-      ssize_t done = sendmsg(link.fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+      ssize_t done = link.send(iov, n);  // sendmsg, or TLS records
       if (done < 0) {
         link.ioFailed(done, "sending");
         break;
@@ -140,8 +137,7 @@ bool TcpRecvConnector::progress() {
       } else {
         // Large remainders go straight into the slot; the rest through staging.
         const bool direct = !inHeader && want >= kStagingBytes;
-        ssize_t n = direct ? recv(link.fd(), dst, want, MSG_DONTWAIT)
-                           : recv(link.fd(), st.data.get(), kStagingBytes, MSG_DONTWAIT);
+        ssize_t n = direct ? link.recv(dst, want) : link.recv(st.data.get(), kStagingBytes);
         if (link.ioFailed(n, "receiving") || n < 0) break;
         moved = true;
         if (!direct) {

@@ -11,6 +11,7 @@
 #include "params.h"
 #include "socket_mesh.h"
 #include "tcp_connector.h"
+#include "tls_session.h"
 #include "transport_factories.h"
 
 namespace strata::tcp {
@@ -39,6 +40,30 @@ Status configure(int fd, double timeout) {
   return Status::ok();
 }
 
+// STRATA_TLS: a TLS session on every connection, the end that connected
+// (the lower rank: socket_mesh.h) as the client. All handshakes run at once,
+// so the order in which either end takes its peers does not matter.
+Status startTls(const ConnectRequest& req, const std::vector<std::vector<int>>& fds, double deadline,
+                std::vector<std::vector<std::unique_ptr<security::TlsSession>>>* sessions) {
+  const int me = req.oob->rank();
+  if (!req.secret)
+    return STRATA_ERROR(STRATA_ERR_INTERNAL, "STRATA_TLS=1 but the tcp transport was given no job secret");
+  sessions->clear();
+  sessions->resize(fds.size());
+  std::vector<security::TlsSession*> all;
+  for (int peer : req.peers) {
+    const std::string name = "rank " + std::to_string(peer) + " on " + (*req.hosts)[peer].hostname;
+    for (int fd : fds[peer]) {
+      std::unique_ptr<security::TlsSession> s;
+      STRATA_CHECK(security::TlsSession::create(
+          fd, me < peer ? security::TlsRole::kClient : security::TlsRole::kServer, *req.secret, name, &s));
+      all.push_back(s.get());
+      (*sessions)[peer].push_back(std::move(s));
+    }
+  }
+  return security::TlsSession::handshakeAll(all, deadline);
+}
+
 }  // namespace
 
 Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
@@ -52,11 +77,21 @@ Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
   // fds[peer][channel * nsocks + socket]
   std::vector<std::vector<int>> fds;
   STRATA_CHECK(sockets::connectMesh(req, kHelloMagic, req.nchannels * nsocks, deadline, &fds));
+  // Sessions go before their sockets close.
+  std::vector<std::vector<std::unique_ptr<security::TlsSession>>> tls;
   auto closeAll = [&] {
+    tls.clear();
     for (auto& socks : fds)
       for (int& fd : socks)
         if (fd >= 0) close(fd);
   };
+  if (params::tls()) {
+    Status s = startTls(req, fds, deadline, &tls);
+    if (!s.isOk()) {
+      closeAll();
+      return s;
+    }
+  }
 
   for (int peer : req.peers) {
     for (int ch = 0; ch < req.nchannels; ++ch) {
@@ -70,11 +105,13 @@ Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
         }
         links.push_back(std::make_shared<sockets::SocketLink>(fd, peer, hosts[peer].hostname));
         fd = -1;  // owned by the link from here on
+        if (!tls.empty()) links.back()->setTls(std::move(tls[peer][ch * nsocks + sock]));
       }
       out.send[ch][peer] = std::make_unique<TcpSendConnector>(links, req.slotBytes, req.nslots);
       out.recv[ch][peer] = std::make_unique<TcpRecvConnector>(links, req.slotBytes, req.nslots);
     }
-    STRATA_INFO(NET, "rank %d <-> rank %d over tcp: %d channel(s) x %d socket(s)", me, peer, req.nchannels, nsocks);
+    STRATA_INFO(NET, "rank %d <-> rank %d over tcp%s: %d channel(s) x %d socket(s)", me, peer,
+                tls.empty() ? "" : " with TLS", req.nchannels, nsocks);
   }
   return Status::ok();
 }
