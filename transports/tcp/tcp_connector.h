@@ -97,6 +97,10 @@ class TcpRecvConnector final : public RecvConnector {
   void abort() override { stripes_.abort(); }
   bool needsProgress() const override { return true; }
   bool progress() override;
+  // Safe under TLS too: progress() reads every socket whose next message has
+  // a free slot until EAGAIN, which leaves no whole record in OpenSSL's
+  // buffer (TlsSession::hasBuffered); a socket with no free slot waits for
+  // release(), made by the thread that drives this connector, not for data.
   void addPollFds(std::vector<pollfd>& out) const override { stripes_.addPollFds(out, POLLIN); }
 
  private:
