@@ -29,6 +29,14 @@ constexpr unsigned char kCipherId[] = {0x13, 0x01};
 // TLS 1.3 carries at most this much plaintext per record.
 constexpr size_t kRecordBytes = 16384;
 
+// SSL_get_error reads this thread's error queue, which must be empty before
+// each SSL call. Clearing it costs 16 slots' worth of work on every call
+// (6% of a spinning receiver's time in a profile of 8-byte allreduces); it
+// is almost always empty already, and peeking is cheap.
+inline void emptyErrorQueue() {
+  if (ERR_peek_error() != 0) ERR_clear_error();
+}
+
 int msUntil(double deadline) {
   double left = deadline - nowSeconds();
   return left <= 0 ? 0 : static_cast<int>(left * 1000) + 1;
@@ -268,7 +276,7 @@ ssize_t TlsSession::read(void* data, size_t bytes) {
     return -1;
   }
   if (bytes == 0) return 0;
-  ERR_clear_error();
+  emptyErrorQueue();
   size_t got = 0;
   int r = SSL_read_ex(ssl_, data, bytes, &got);
   if (r == 1) return static_cast<ssize_t>(got);
@@ -281,7 +289,7 @@ ssize_t TlsSession::write(const void* data, size_t bytes) {
     return -1;
   }
   if (bytes == 0) return 0;
-  ERR_clear_error();
+  emptyErrorQueue();
   size_t done = 0;
   int r = SSL_write_ex(ssl_, data, std::min<size_t>(bytes, INT_MAX), &done);
   if (r == 1) return static_cast<ssize_t>(done);
@@ -343,7 +351,7 @@ Status TlsSession::handshakeFailed() {
 }
 
 int TlsSession::stepHandshake() {
-  ERR_clear_error();
+  emptyErrorQueue();
   int r = SSL_do_handshake(ssl_);
   if (r == 1) {
     handshakeDone_ = true;
