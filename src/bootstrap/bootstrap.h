@@ -2,11 +2,12 @@
 // (exchange HostInfo), to set up transports (allgather, barrier), and never
 // for collective data.
 //
-// Rank 0 accepts connections until all nranks-1 peers have said hello with the
-// right secret, world size and a rank not taken yet; anything else (garbage,
-// another job's secret, a wrong world size, a duplicate rank) is logged and
-// dropped, with a reason sent back when the hello was well-formed, and the job
-// goes on waiting for the right ranks until STRATA_TIMEOUT.
+// Rank 0 admits connections that prove the job's secret (security/handshake.h)
+// until all nranks-1 peers have joined with the right world size and a rank not
+// taken yet. Strangers (garbage, another job's secret, idle connections) are
+// dropped without a word; a joiner that proved the secret but claims a wrong
+// world size or a taken rank is told why. The job goes on waiting for the
+// right ranks until STRATA_TIMEOUT.
 #pragma once
 
 #include <memory>
@@ -48,10 +49,12 @@ class Bootstrap final : public OutOfBand {
   const std::vector<topo::HostInfo>& hosts() const { return hosts_; }
   // Random, chosen by rank 0: names this communicator's resources.
   uint64_t commTag() const { return commTag_; }
+  // The job's secret, which every transport's connections prove in turn.
+  const security::Secret& secret() const { return secret_; }
 
  private:
   Bootstrap(int rank, int nranks) : rank_(rank), nranks_(nranks) {}
-  Status runRoot(const BootstrapConfig& config, int listenFd);
+  Status runRoot(int listenFd);
   Status join(const BootstrapConfig& config);
   std::string peerName(int rank) const;
 
@@ -60,6 +63,7 @@ class Bootstrap final : public OutOfBand {
   std::vector<int> fds_;  // rank 0: one per peer; others: fds_[0] to rank 0
   std::vector<topo::HostInfo> hosts_;
   uint64_t commTag_ = 0;
+  security::Secret secret_;
 };
 
 }  // namespace strata::boot

@@ -1,5 +1,4 @@
 // C API: versions, errors, unique ids, communicator life cycle.
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -32,9 +31,10 @@ Status newUniqueId(strata_unique_id_t* id) {
   STRATA_CHECK(net::listenOn(&addr, &fd));
   boot::IdContents contents;
   std::memset(&contents, 0, sizeof(contents));
-  if (getrandom(contents.secret, sizeof(contents.secret), 0) != sizeof(contents.secret)) {
+  Status random = security::randomBytes(contents.secret.bytes, sizeof(contents.secret.bytes));
+  if (!random.isOk()) {
     close(fd);
-    return STRATA_ERROR(STRATA_ERR_SYSTEM, "getrandom failed: %s", errnoText(errno).c_str());
+    return random;
   }
   std::memcpy(&contents.root, &addr.storage, addr.len);
   contents.rootLen = addr.len;

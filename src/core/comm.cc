@@ -116,8 +116,8 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
     connections_.recv[ch].resize(nranks_);
   }
   for (size_t t = 0; t < transports_.size(); ++t) {
-    ConnectRequest req{bootstrap_.get(),  &hosts,           peersOf[t], bootstrap_->commTag(),
-                       shape_.nchannels, shape_.slotBytes, config_.nslots};
+    ConnectRequest req{bootstrap_.get(), &hosts,           peersOf[t],     bootstrap_->commTag(),
+                       bootstrap_->secret(), shape_.nchannels, shape_.slotBytes, config_.nslots};
     STRATA_CHECK(transports_[t]->connect(req, connections_));
   }
   return Status::ok();

@@ -55,18 +55,23 @@ std::unique_ptr<PairEnd> PairEnd::connect(const std::string& transport, std::uni
     return nullptr;
   }
 
-  // Rank 0's tag names the pair's resources (shm segments) on both ranks.
-  const uint64_t mine = std::random_device{}() * 0x100000001ull ^ static_cast<uint64_t>(getpid());
-  uint64_t tags[2];
-  s = end->oob_->allgather(&mine, tags, sizeof(mine));
+  // Rank 0's tag names the pair's resources (shm segments) on both ranks,
+  // and its secret is the one their connections prove.
+  struct Shared {
+    uint64_t tag;
+    security::Secret secret;
+  } mine, shared[2];
+  mine.tag = std::random_device{}() * 0x100000001ull ^ static_cast<uint64_t>(getpid());
+  s = security::randomBytes(mine.secret.bytes, sizeof(mine.secret.bytes));
+  if (s.isOk()) s = end->oob_->allgather(&mine, shared, sizeof(mine));
   if (!s.isOk()) {
-    rep.fail("rank %d: exchanging tags: %s", me, describe(s).c_str());
+    rep.fail("rank %d: exchanging the tag and secret: %s", me, describe(s).c_str());
     return nullptr;
   }
   end->hosts_ = hosts;
   end->transport_ = chosen;
-  const ConnectRequest req{end->oob_.get(), &end->hosts_, {peer}, tags[0], options.nchannels, options.slotBytes,
-                           options.nslots};
+  const ConnectRequest req{end->oob_.get(),  &end->hosts_,     {peer},        shared[0].tag,
+                           shared[0].secret, options.nchannels, options.slotBytes, options.nslots};
   Connections& c = end->connections_;
   c.send.resize(options.nchannels);
   c.recv.resize(options.nchannels);

@@ -10,6 +10,7 @@
 #include "connector.h"
 #include "host.h"
 #include "oob.h"
+#include "secret.h"
 
 namespace strata {
 
@@ -18,6 +19,7 @@ struct ConnectRequest {
   const std::vector<topo::HostInfo>* hosts;  // every rank's, indexed by rank
   std::vector<int> peers;                    // ranks this transport must connect, both ways
   uint64_t commTag;                          // unique per communicator (names resources)
+  security::Secret secret;                   // the job's: every connection must prove it
   int nchannels;
   size_t slotBytes;
   int nslots;
