@@ -22,7 +22,7 @@ struct Member {
 extern "C" {
 
 STRATA_API strata_result_t strata_comm_split(strata_comm_t comm, int color, int key,
-                                             strata_comm_t* newcomm) {
+                                             strata_comm_t* newcomm) try {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
   if (!newcomm) return finish(STRATA_INVALID_ARG("newcomm (the output pointer) is NULL"), comm);
   strata::Status init = strata::api::ready(comm);
@@ -72,15 +72,15 @@ STRATA_API strata_result_t strata_comm_split(strata_comm_t comm, int color, int 
   rc = strata_comm_init_rank(newcomm, static_cast<int>(group.size()), ids[group[0].rank], newRank);
   if (rc != STRATA_SUCCESS) comm->impl->setLastError(strata_last_error());
   return rc;
-}
+} STRATA_CATCH_ESCAPES
 
-STRATA_API strata_result_t strata_comm_dup(strata_comm_t comm, strata_comm_t* newcomm) {
+STRATA_API strata_result_t strata_comm_dup(strata_comm_t comm, strata_comm_t* newcomm) try {
   int rank = 0;
   strata_result_t rc = strata_comm_rank(comm, &rank);  // waits for a non-blocking init
   return rc == STRATA_SUCCESS ? strata_comm_split(comm, 0, rank, newcomm) : rc;
-}
+} STRATA_CATCH_ESCAPES
 
-STRATA_API strata_result_t strata_comm_get_async_error(strata_comm_t comm, strata_result_t* error) {
+STRATA_API strata_result_t strata_comm_get_async_error(strata_comm_t comm, strata_result_t* error) try {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
   if (!error) return finish(STRATA_INVALID_ARG("error (the output pointer) is NULL"), comm);
   if (!comm->initDone.load(std::memory_order_acquire)) {
@@ -90,6 +90,6 @@ STRATA_API strata_result_t strata_comm_get_async_error(strata_comm_t comm, strat
   strata::Status init = strata::api::ready(comm);
   *error = !init.isOk() ? init.code() : comm->impl->failed() ? comm->impl->failure().code() : STRATA_SUCCESS;
   return STRATA_SUCCESS;
-}
+} STRATA_CATCH_ESCAPES
 
 }  // extern "C"
