@@ -21,13 +21,10 @@
 #include <vector>
 
 #include "multiproc.h"
+#include "process_tools.h"
 
 namespace strata::test {
 namespace {
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 std::set<std::string> shmSegments() {
   std::set<std::string> names;
@@ -38,27 +35,6 @@ std::set<std::string> shmSegments() {
   }
   return names;
 }
-
-// A page shared by the test process and every rank it forks.
-template <typename T>
-T* sharedPage() {
-  void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  return new (p) T();
-}
-
-int freePort() {
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  close(s);
-  return ntohs(a.sin_port);
-}
-
-bool mentions(const char* message, const char* word) { return std::strstr(message, word) != nullptr; }
 
 constexpr double kTimeout = 4;  // STRATA_TIMEOUT in the fault tests
 
