@@ -79,7 +79,10 @@ std::unique_ptr<PairEnd> PairEnd::connect(const std::string& transport, std::uni
     c.send[ch].resize(2);
     c.recv[ch].resize(2);
   }
+  if (options.eavesdropper)
+    end->oob_->watch([&](const void* all, size_t bytes) { options.eavesdropper(me, all, bytes, req.commTag, rep); });
   s = chosen->connect(req, c);
+  end->oob_->watch(nullptr);
   if (!s.isOk()) {
     rep.fail("rank %d: %s connect() failed: %s", me, transport.c_str(), describe(s).c_str());
     return nullptr;

@@ -33,6 +33,9 @@ struct PairOptions {
   int nchannels = 1;
   size_t slotBytes = 64 << 10;
   int nslots = 4;
+  // Called on each rank with every allgather's result while the transport
+  // connects, and the communicator tag: what an attacker on the path learns.
+  std::function<void(int rank, const void* all, size_t bytes, uint64_t commTag, Reporter& rep)> eavesdropper;
 };
 
 class PairEnd {
