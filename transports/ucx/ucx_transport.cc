@@ -14,6 +14,17 @@ namespace {
 
 using LinkTable = std::vector<std::vector<std::shared_ptr<UcxLink>>>;  // [channel][peer]
 
+// The token of messages from `from` to `to` on channel `ch` (LinkTokens).
+uint64_t linkToken(const ConnectRequest& req, int from, int to, int ch) {
+  static const char kLabel[] = "strata ucx link";
+  const int32_t who[3] = {from, to, ch};
+  const security::Mac mac =
+      security::mac(req.secret, {{kLabel, sizeof(kLabel)}, {&req.commTag, sizeof(req.commTag)}, {who, sizeof(who)}});
+  uint64_t token;
+  std::memcpy(&token, mac.data(), sizeof(token));
+  return token;
+}
+
 
 // Sends a hello on every (channel, pair) and waits for the peers': proves
 // both endpoints carry messages (UCX connects lazily, so a peer that cannot
@@ -36,7 +47,7 @@ Status handshake(const ConnectRequest& req, const LinkTable& links, double deadl
     for (int peer : req.peers) {
       UcxLink& link = *links[ch][peer];
       if (workers.empty() || workers.back() != &link.worker()) workers.push_back(&link.worker());
-      link.helloOut = Hello{req.commTag, me, ch};
+      link.helloOut = Hello{req.commTag, me, ch, link.sendToken()};
       s = started(ucp_tag_recv_nbx(link.worker().get(), &link.helloIn, sizeof(Hello),
                                    makeTag(Kind::Hello, peer, 0), kFullMask, &p),
                   link, "receiving the hello of");
@@ -74,6 +85,7 @@ Status handshake(const ConnectRequest& req, const LinkTable& links, double deadl
   for (int ch = 0; ch < req.nchannels; ++ch)
     for (int peer : req.peers) {
       const Hello& h = links[ch][peer]->helloIn;
+      if (!links[ch][peer]->fromPeer(h.token, "the hello")) return links[ch][peer]->error();
       if (h.commTag != req.commTag || h.rank != peer || h.channel != ch)
         return STRATA_ERROR(STRATA_ERR_INTERNAL, "ucx hello from %s on channel %d names another communicator, "
                             "rank or channel", links[ch][peer]->peerName().c_str(), ch);
@@ -182,7 +194,8 @@ Status UcxTransport::connect(const ConnectRequest& req, Connections& out) {
     auto watch = std::make_shared<PeerWatch>(peer, hosts[peer].pid, sameMachine);
     for (int ch = 0; ch < req.nchannels; ++ch) {
       Worker& w = *workers_[first + ch];
-      auto link = std::make_shared<UcxLink>(w, me, peer, hosts[peer].hostname);
+      auto link = std::make_shared<UcxLink>(w, me, peer, hosts[peer].hostname,
+                                            LinkTokens{linkToken(req, me, peer, ch), linkToken(req, peer, me, ch)});
       w.adopt(link);
       const char* e = &all[peer * record + ch * entry];
       uint64_t len;
