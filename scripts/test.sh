@@ -45,7 +45,7 @@ ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
   -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Db_lundef=false -Ducx=enabled
 # A TSan report makes the reporting process exit non-zero, failing its test.
 TSAN_OPTIONS=halt_on_error=1 \
-  run_suite build-tsan "thread sanitizer" "plans api collectives robustness robustness_tcp" \
+  run_suite build-tsan "thread sanitizer" "plans api collectives robustness robustness_tcp handshake" \
   -Db_sanitize=thread -Dbuildtype=debugoptimized -Db_lundef=false
 
 shm_after=$(ls /dev/shm 2>/dev/null | grep '^strata-' | sort || true)

@@ -348,7 +348,8 @@ UcxRecvConnector::UcxRecvConnector(std::shared_ptr<UcxLink> link, ucp_context_h 
     : link_(std::move(link)),
       ring_(link_->worker(), context, slotBytes, nslots),
       requests_(static_cast<size_t>(nslots), nullptr),
-      landed_(static_cast<size_t>(nslots), false) {}
+      landed_(static_cast<size_t>(nslots), false),
+      arrived_(static_cast<size_t>(nslots), false) {}
 
 UcxRecvConnector::~UcxRecvConnector() { releaseRequests(*link_, requests_, true); }
 
@@ -375,8 +376,9 @@ bool UcxRecvConnector::post(uint64_t index) {
                              link_->peerName().c_str(), ucs_status_string(s)));
     return false;
   }
-  // No request: the message was waiting and has landed already.
-  landed_[slot] = requests_[slot] == nullptr;
+  // No request: the message was waiting and is in the slot already; it
+  // still goes through complete()'s checks like any other.
+  arrived_[slot] = requests_[slot] == nullptr;
   return true;
 }
 
@@ -384,6 +386,10 @@ bool UcxRecvConnector::complete(uint64_t index) {
   const size_t slot = index % ring_.nslots();
   if (landed_[slot]) return true;
   void*& r = requests_[slot];
+  if (arrived_[slot]) {
+    arrived_[slot] = false;
+    return checkLanded(index);
+  }
   if (!r) return false;  // its receive could not be posted; the link failed
   ucs_status_t s = ucp_request_check_status(r);
   if (s == UCS_INPROGRESS) return false;
@@ -396,6 +402,10 @@ bool UcxRecvConnector::complete(uint64_t index) {
                                                               : ""));
     return false;
   }
+  return checkLanded(index);
+}
+
+bool UcxRecvConnector::checkLanded(uint64_t index) {
   const WireHeader& h = ring_.header(index);
   if (!link_->fromPeer(h.token, "a message")) return false;
   if (h.bytes > ring_.slotBytes()) {
@@ -403,7 +413,7 @@ bool UcxRecvConnector::complete(uint64_t index) {
                                link_->peerName().c_str(), (unsigned long long)h.bytes, ring_.slotBytes()));
     return false;
   }
-  landed_[slot] = true;
+  landed_[index % ring_.nslots()] = true;
   return true;
 }
 

@@ -263,11 +263,14 @@ class UcxRecvConnector final : public RecvConnector {
  private:
   bool post(uint64_t index);
   bool complete(uint64_t index);  // message `index` has landed in its slot
+  // Checks a received message (its token, its length) before anyone reads it.
+  bool checkLanded(uint64_t index);
 
   std::shared_ptr<UcxLink> link_;
   SlotRing ring_;
   std::vector<void*> requests_;  // per FIFO entry: its receive while in flight
-  std::vector<bool> landed_;     // per FIFO entry: its message is in the slot
+  std::vector<bool> landed_;     // per FIFO entry: its message is in the slot, checked
+  std::vector<bool> arrived_;    // per FIFO entry: in the slot at once when posted, not checked yet
   uint64_t released_ = 0;
 };
 
