@@ -207,6 +207,8 @@ def tcp_frames():
     write(t, "payload-cut-short", struct.pack("<H", 64) + frame(1, d, bytes(10), length=40))
     write(t, "zero-slots", struct.pack("<H", 0) + frame(1, d, b"") + frame(2, d, b""))
     write(t, "garbage-tag", struct.pack("<H", 16) + frame(2 ** 64 - 1, 2 ** 64 - 1, bytes(16)))
+    # A tag whose op and datatype fields lie past their enums (found by this target).
+    write(t, "op-past-enum", struct.pack("<H", 64) + frame(1, op_desc(1, 15, 15, 8), bytes(8)))
     write(t, "header-cut-short", struct.pack("<H", 64) + frame(1, d, b"")[:13])
 
 
