@@ -32,7 +32,8 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-case $seconds in ''|*[!0-9]*) echo "fuzz.sh: --seconds wants a whole number" >&2; exit 2 ;; esac
+# (libFuzzer reads -max_total_time=0 as "no limit")
+case $seconds in ''|*[!0-9]*|0) echo "fuzz.sh: --seconds wants a whole number of seconds, at least 1" >&2; exit 2 ;; esac
 
 all=()
 for f in tests/fuzz/*_fuzz.cc; do
