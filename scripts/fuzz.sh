@@ -54,11 +54,12 @@ done
 dir=${FUZZ_BUILD_DIR:-build-fuzz}
 if [ ! -f "$dir/build.ninja" ]; then
   # Only what the targets need: no optional dependencies, no benchmarks.
+  log=$(mktemp)
   CC=clang CXX=clang++ meson setup "$dir" -Dfuzz=enabled -Dtests=enabled \
     -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized \
     -Dbenchmarks=disabled -Dmpi=disabled -Dpmix=disabled -Dtorch=disabled -Dib=disabled -Ducx=disabled \
-    >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log" >&2; echo "fuzz.sh: meson setup failed" >&2; exit 2; }
-  rm -f "$dir.setup.log"
+    >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; echo "fuzz.sh: meson setup failed" >&2; exit 2; }
+  rm -f "$log"
 fi
 ninja_targets=()
 for t in "${targets[@]}"; do ninja_targets+=("tests/fuzz/${t}_fuzz"); done
