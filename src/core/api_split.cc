@@ -3,21 +3,14 @@
 // collectives: gather every rank's (color, key), let each new group's first
 // member create a unique id, gather the ids, and bootstrap each group
 // concurrently with strata_comm_init_rank.
-#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "api_state.h"
+#include "split_members.h"
 
 using strata::api::finish;
-
-namespace {
-
-struct Member {
-  int64_t color, key, rank;
-};
-
-}  // namespace
+using strata::api::SplitMember;
 
 extern "C" {
 
@@ -34,26 +27,14 @@ STRATA_API strata_result_t strata_comm_split(strata_comm_t comm, int color, int 
                                          "strata_comm_split inside strata_group_start/end"),
                   comm);
   const int n = comm->impl->size(), rank = comm->impl->rank();
-  std::vector<Member> all(n);
-  Member mine{color, key, rank};
+  std::vector<SplitMember> all(n);
+  SplitMember mine{color, key, rank};
   strata_result_t rc = strata_allgather(&mine, all.data(), 3, STRATA_INT64, comm);
   if (rc != STRATA_SUCCESS) return rc;
-  // Each rank's entry lands at its own index; a rank field that disagrees
-  // would index ids[] out of bounds below.
-  for (int r = 0; r < n; ++r)
-    if (all[r].rank != r)
-      return finish(STRATA_ERROR(STRATA_ERR_REMOTE, "rank %d sent a split request naming rank %lld",
-                                 r, static_cast<long long>(all[r].rank)),
-                    comm);
-
-  std::vector<Member> group;
-  for (const Member& m : all)
-    if (m.color == color) group.push_back(m);
-  std::sort(group.begin(), group.end(), [](const Member& a, const Member& b) {
-    return a.key != b.key ? a.key < b.key : a.rank < b.rank;
-  });
-  int newRank = 0;
-  while (color != STRATA_SPLIT_NOCOLOR && group[newRank].rank != rank) ++newRank;
+  std::vector<SplitMember> group;
+  int newRank = -1;
+  strata::Status checked = strata::api::splitGroup(all, rank, color, key, &group, &newRank);
+  if (!checked.isOk()) return finish(checked, comm);
 
   // The first member of each group creates its id; everyone gathers all ids.
   std::vector<strata_unique_id_t> ids(n);
