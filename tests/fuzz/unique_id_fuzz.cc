@@ -14,7 +14,7 @@ namespace {
 
 bool sameContents(const boot::IdContents& a, const boot::IdContents& b) {
   return a.rootLen == b.rootLen && std::memcmp(&a.root, &b.root, a.rootLen) == 0 &&
-         std::memcmp(a.secret, b.secret, sizeof(a.secret)) == 0 && a.creatorPid == b.creatorPid &&
+         std::memcmp(a.secret.bytes, b.secret.bytes, sizeof(a.secret.bytes)) == 0 && a.creatorPid == b.creatorPid &&
          a.creatorFd == b.creatorFd && a.creatorPidNamespace == b.creatorPidNamespace;
 }
 
@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memset(&c, 0, sizeof(c));
   c.rootLen = in.take<uint8_t>() % (sizeof(sockaddr_in6) + 1);  // what encodeId is given: a real address
   in.bytes(&c.root, c.rootLen);
-  in.bytes(c.secret, sizeof(c.secret));
+  in.bytes(c.secret.bytes, sizeof(c.secret.bytes));
   c.creatorPid = in.take<int32_t>();
   c.creatorFd = in.take<int32_t>();
   c.creatorPidNamespace = in.take<uint64_t>();
