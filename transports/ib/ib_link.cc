@@ -102,7 +102,11 @@ Status Link::init() {
     return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: fcntl(O_NONBLOCK) on the event channel failed: %s",
                         errnoText(errno).c_str());
   readyFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (readyFd_ < 0) return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: eventfd failed: %s", errnoText(errno).c_str());
+  if (readyFd_ < 0) {
+    const int err = errno;
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: eventfd() failed: %s%s", errnoText(err).c_str(),
+                        err == EMFILE || err == ENFILE ? " (out of file descriptors: raise ulimit -n)" : "");
+  }
   cq_ = ibv_create_cq(device_.context(), cqe, nullptr, events_, 0);
   if (!cq_) return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: ibv_create_cq(%d) failed: %s", cqe, errnoText(errno).c_str());
   qps_.resize(config_.nqps);
