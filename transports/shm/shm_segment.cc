@@ -38,7 +38,7 @@ Segment::~Segment() {
   if (base_) munmap(base_, bytes_);
 }
 
-Status Segment::create(const std::string& name, size_t bytes) {
+Status Segment::create(const std::string& name, size_t bytes, const std::string& sizing) {
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) {
     int err = errno;
@@ -52,6 +52,22 @@ Status Segment::create(const std::string& name, size_t bytes) {
     close(fd);
     return STRATA_ERROR(STRATA_ERR_SYSTEM, "ftruncate(%s, %zu) failed: %s (is /dev/shm full?)",
                         name.c_str(), bytes, errnoText(err).c_str());
+  }
+  // tmpfs gives pages out as they are first touched, and one it cannot give
+  // is a SIGBUS in whichever rank touches it, in the middle of a collective
+  // (MAP_POPULATE's faults fail silently). Reserving them all now turns a
+  // full /dev/shm into an error at init.
+  if (int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes))) {
+    close(fd);
+    if (err == ENOSPC)
+      return STRATA_ERROR(STRATA_ERR_SYSTEM,
+                          "/dev/shm has no room for the %zu bytes (%.1f MiB) of shared-memory segment %s "
+                          "(%s): free space there (df /dev/shm; containers often get 64 MiB: docker run "
+                          "--shm-size) or make the segment smaller with STRATA_NCHANNELS, STRATA_NSLOTS or "
+                          "STRATA_SLOT_BYTES",
+                          bytes, bytes / 1048576.0, name.c_str(), sizing.c_str());
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "posix_fallocate(%s, %zu) failed: %s", name.c_str(), bytes,
+                        errnoText(err).c_str());
   }
   STRATA_CHECK(mapFile(fd, name, bytes, MAP_POPULATE, &base_));
   bytes_ = bytes;

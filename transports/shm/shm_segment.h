@@ -18,8 +18,10 @@ class Segment {
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;
 
-  // Creates and maps a zero-filled segment, pre-faulted.
-  Status create(const std::string& name, size_t bytes);
+  // Creates and maps a zero-filled segment, its pages reserved in /dev/shm
+  // and pre-faulted. `sizing` says what the size is made of, for the error
+  // when /dev/shm is too full for it.
+  Status create(const std::string& name, size_t bytes, const std::string& sizing);
   // Maps a peer's segment, waiting until it exists and has its size.
   Status open(const std::string& name, size_t bytes, double deadline);
   // Removes the name (the mapping stays valid).

@@ -1,6 +1,8 @@
 #include "shm_transport.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include "clock.h"
 #include "log.h"
@@ -23,6 +25,14 @@ int indexIn(const std::vector<int>& group, int rank) {
   return static_cast<int>(std::lower_bound(group.begin(), group.end(), rank) - group.begin());
 }
 
+// What a segment's size is made of, in the knobs' terms.
+std::string sizing(const ConnectRequest& req, size_t localRanks, size_t fifoBytes) {
+  char text[192];
+  std::snprintf(text, sizeof(text), "%d channel(s) x %zu local ranks x a FIFO of %zu bytes: %d slots of %zu bytes and their headers",
+                req.nchannels, localRanks, fifoBytes, req.nslots, req.slotBytes);
+  return text;
+}
+
 }  // namespace
 
 bool ShmTransport::canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const {
@@ -42,7 +52,8 @@ Status ShmTransport::connect(const ConnectRequest& req, Connections& out) {
     sweepOrphans();
     auto own = std::make_unique<Segment>();
     size_t bytes = fifoBytes * req.nchannels * myGroup.size();
-    STRATA_CHECK(own->create(segmentName(req.commTag, me, hosts[me].pid), bytes));
+    STRATA_CHECK(own->create(segmentName(req.commTag, me, hosts[me].pid), bytes,
+                             sizing(req, myGroup.size(), fifoBytes)));
     STRATA_INFO(SHM, "segment of %zu bytes for %zu local senders x %d channels", bytes,
                 myGroup.size() - 1, req.nchannels);
     segments_.push_back(std::move(own));
