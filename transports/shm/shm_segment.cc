@@ -96,21 +96,32 @@ void Segment::unlink() {
   ownsName_ = false;
 }
 
-std::string segmentName(uint64_t commTag, int rank, int pid) {
-  char buf[96];
-  std::snprintf(buf, sizeof(buf), "/strata-%016" PRIx64 "-r%d-p%d", commTag, rank, pid);
+std::string segmentName(uint64_t commTag, int rank, int pid, uint64_t pidNamespace) {
+  char buf[128];
+  std::snprintf(buf, sizeof(buf), "/strata-%016" PRIx64 "-r%d-p%d-n%" PRIu64, commTag, rank, pid, pidNamespace);
   return buf;
 }
 
-void sweepOrphans() {
+bool parseSegmentName(const char* name, int* pid, uint64_t* pidNamespace) {
+  uint64_t tag;
+  int rank, end = -1;
+  if (std::sscanf(name, "strata-%16" SCNx64 "-r%d-p%d-n%" SCNu64 "%n", &tag, &rank, pid, pidNamespace, &end) != 4)
+    return false;
+  return end > 0 && name[end] == '\0';
+}
+
+void sweepOrphans(uint64_t ownPidNamespace) {
+  // A pid means something only in the pid namespace that gave it out: a
+  // container sharing this /dev/shm with another namespace would see a live
+  // process there as dead here. With our own namespace unknown, nothing is.
+  if (ownPidNamespace == 0) return;
   DIR* dir = opendir("/dev/shm");
   if (!dir) return;
   while (struct dirent* e = readdir(dir)) {
-    if (std::strncmp(e->d_name, "strata-", 7) != 0) continue;
-    const char* p = std::strstr(e->d_name, "-p");
-    if (!p) continue;
-    int pid = std::atoi(p + 2);
-    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+    int pid = 0;
+    uint64_t ns = 0;
+    if (!parseSegmentName(e->d_name, &pid, &ns) || ns != ownPidNamespace || pid <= 0) continue;
+    if (kill(pid, 0) != 0 && errno == ESRCH) {
       std::string name = std::string("/") + e->d_name;
       if (shm_unlink(name.c_str()) == 0)
         STRATA_INFO(SHM, "removed %s left by dead process %d", name.c_str(), pid);

@@ -49,10 +49,10 @@ Status ShmTransport::connect(const ConnectRequest& req, Connections& out) {
 
   const std::vector<int> myGroup = hostGroup(hosts, me);
   if (!req.peers.empty()) {
-    sweepOrphans();
+    sweepOrphans(hosts[me].pidNamespace);
     auto own = std::make_unique<Segment>();
     size_t bytes = fifoBytes * req.nchannels * myGroup.size();
-    STRATA_CHECK(own->create(segmentName(req.commTag, me, hosts[me].pid), bytes,
+    STRATA_CHECK(own->create(segmentName(req.commTag, me, hosts[me].pid, hosts[me].pidNamespace), bytes,
                              sizing(req, myGroup.size(), fifoBytes)));
     STRATA_INFO(SHM, "segment of %zu bytes for %zu local senders x %d channels", bytes,
                 myGroup.size() - 1, req.nchannels);
@@ -65,7 +65,7 @@ Status ShmTransport::connect(const ConnectRequest& req, Connections& out) {
   for (int peer : req.peers) {
     std::vector<int> peerGroup = hostGroup(hosts, peer);
     auto seg = std::make_unique<Segment>();
-    STRATA_CHECK(seg->open(segmentName(req.commTag, peer, hosts[peer].pid),
+    STRATA_CHECK(seg->open(segmentName(req.commTag, peer, hosts[peer].pid, hosts[peer].pidNamespace),
                            fifoBytes * req.nchannels * peerGroup.size(), deadline));
     auto watch = std::make_shared<PeerWatch>(peer, hosts[peer].pid,
                                              hosts[peer].pidNamespace == hosts[me].pidNamespace);
