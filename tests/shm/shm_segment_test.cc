@@ -1,5 +1,5 @@
 // Shared-memory segments against the real /dev/shm: which names the orphan
-// sweep may remove.
+// sweep may remove, and which segments a rank agrees to map.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "clock.h"
 #include "shm_segment.h"
 
 namespace strata::shm {
@@ -82,6 +83,44 @@ TEST(SweepOrphans, RemovesNothingWithoutItsOwnNamespace) {
   sweepOrphans(0);
   EXPECT_TRUE(exists(orphan));
   shm_unlink(orphan.c_str());
+}
+
+TEST(SegmentOpen, MapsAPeersSegment) {
+  const std::string name = segmentName(randomTag(), 0, getpid(), ownPidNamespace());
+  Segment own;
+  ASSERT_TRUE(own.create(name, 8192, "test").isOk());
+  Segment peer;
+  Status st = peer.open(name, 8192, nowSeconds() + 5);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  own.base()[100] = 42;
+  EXPECT_EQ(peer.base()[100], 42);
+}
+
+TEST(SegmentOpen, RefusesAGroupOrWorldAccessibleSegment) {
+  const std::string name = segmentName(randomTag(), 0, getpid(), ownPidNamespace());
+  leave(name, 0666);
+  Segment peer;
+  Status st = peer.open(name, 4096, nowSeconds() + 5);
+  EXPECT_EQ(st.code(), STRATA_ERR_SYSTEM);
+  EXPECT_NE(st.message().find("refusing to map"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(name), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("0666"), std::string::npos) << st.message();
+  shm_unlink(name.c_str());
+}
+
+TEST(SegmentOpen, RefusesASegmentOfAnotherUser) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give a segment to another user";
+  const std::string name = segmentName(randomTag(), 0, getpid(), ownPidNamespace());
+  leave(name);
+  int fd = shm_open(name.c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(fchown(fd, 65534, static_cast<gid_t>(-1)), 0);
+  close(fd);
+  Segment peer;
+  Status st = peer.open(name, 4096, nowSeconds() + 5);
+  EXPECT_EQ(st.code(), STRATA_ERR_SYSTEM);
+  EXPECT_NE(st.message().find("owned by uid 65534"), std::string::npos) << st.message();
+  shm_unlink(name.c_str());
 }
 
 }  // namespace

@@ -31,6 +31,22 @@ Status mapFile(int fd, const std::string& name, size_t bytes, int flags, void** 
   return Status::ok();
 }
 
+// A peer's segment is one it made with O_EXCL and mode 0600 as the same user
+// as this rank. Anything else under the expected name was put there by
+// someone else (another local user can create any name in /dev/shm first),
+// and mapping it would let them read or feed this job's data.
+Status checkOwner(const std::string& name, const struct stat& st) {
+  const uid_t me = geteuid();
+  if (S_ISREG(st.st_mode) && st.st_uid == me && (st.st_mode & 077) == 0) return Status::ok();
+  return STRATA_ERROR(STRATA_ERR_SYSTEM,
+                      "refusing to map shared-memory segment /dev/shm%s: it is owned by uid %u with mode %04o, "
+                      "where a peer of this job makes it as uid %u (this rank's) with mode 0600; another user "
+                      "may have planted it (remove it), or ranks on this host run as different users "
+                      "(run them as one, or STRATA_TRANSPORT=tcp)",
+                      name.c_str(), static_cast<unsigned>(st.st_uid), static_cast<unsigned>(st.st_mode & 07777),
+                      static_cast<unsigned>(me));
+}
+
 }  // namespace
 
 Segment::~Segment() {
@@ -42,8 +58,10 @@ Status Segment::create(const std::string& name, size_t bytes, const std::string&
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) {
     int err = errno;
-    return STRATA_ERROR(STRATA_ERR_SYSTEM, "shm_open(%s, O_CREAT) failed: %s", name.c_str(),
-                        errnoText(err).c_str());
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "shm_open(%s, O_CREAT) failed: %s%s", name.c_str(),
+                        errnoText(err).c_str(),
+                        err == EEXIST ? " (another process made a segment of this name: who else writes /dev/shm here?)"
+                                      : "");
   }
   name_ = name;
   ownsName_ = true;
@@ -78,10 +96,16 @@ Status Segment::open(const std::string& name, size_t bytes, double deadline) {
   for (;;) {
     int fd = shm_open(name.c_str(), O_RDWR, 0600);
     struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= bytes) {
-      STRATA_CHECK(mapFile(fd, name, bytes, 0, &base_));
-      bytes_ = bytes;
-      return Status::ok();
+    if (fd >= 0 && fstat(fd, &st) == 0) {
+      if (Status trusted = checkOwner(name, st); !trusted.isOk()) {
+        close(fd);
+        return trusted;
+      }
+      if (static_cast<size_t>(st.st_size) >= bytes) {
+        STRATA_CHECK(mapFile(fd, name, bytes, 0, &base_));
+        bytes_ = bytes;
+        return Status::ok();
+      }
     }
     if (fd >= 0) close(fd);
     if (nowSeconds() > deadline)

@@ -24,7 +24,8 @@ class Segment {
   // and pre-faulted. `sizing` says what the size is made of, for the error
   // when /dev/shm is too full for it.
   Status create(const std::string& name, size_t bytes, const std::string& sizing);
-  // Maps a peer's segment, waiting until it exists and has its size.
+  // Maps a peer's segment, waiting until it exists and has its size; refuses
+  // one that is not this user's alone.
   Status open(const std::string& name, size_t bytes, double deadline);
   // Removes the name (the mapping stays valid).
   void unlink();
