@@ -71,7 +71,7 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig) {
     }
     hasSockets_ |= !c.links.pollers.empty();
   }
-  threads_ = std::make_unique<ProgressThreads>(channels_, *this, config_.nthreads, spins_, rank_);
+  STRATA_CHECK(ProgressThreads::start(channels_, *this, config_.nthreads, spins_, rank_, &threads_));
   STRATA_INFO(INIT, "rank %d of %d: %d ranks on this machine's %d cores (%d in its own mask), %d channels, "
               "%lld threads, spin %lld, %lld slots x %lld bytes, reduce isa %s",
               rank_, nranks_, localRanks, local.cores, self.cpusAllowed, nchannels,
