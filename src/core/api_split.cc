@@ -1,9 +1,10 @@
 // C API: communicators made from communicators (split, dup) and the
 // non-blocking health query. A split is built from the parent's own
 // collectives: gather every rank's (color, key), let each new group's first
-// member create a unique id, gather the ids, and bootstrap each group
-// concurrently with strata_comm_init_rank.
+// member create a unique id and send it to the group's other members, and
+// bootstrap each group concurrently with strata_comm_init_rank.
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "api_state.h"
@@ -36,21 +37,35 @@ STRATA_API strata_result_t strata_comm_split(strata_comm_t comm, int color, int 
   strata::Status checked = strata::api::splitGroup(all, rank, color, key, &group, &newRank);
   if (!checked.isOk()) return finish(checked, comm);
 
-  // The first member of each group creates its id; everyone gathers all ids.
-  std::vector<strata_unique_id_t> ids(n);
-  strata_unique_id_t id;
-  std::memset(&id, 0, sizeof(id));
-  strata::Status created;
-  if (color != STRATA_SPLIT_NOCOLOR && newRank == 0 && strata_get_unique_id(&id) != STRATA_SUCCESS)
-    created = strata::makeErrorQuiet(STRATA_ERR_SYSTEM, "creating the split's unique id: %s",
-                                     strata_last_error());
-  // Gathered even after a failure, so that no rank is left waiting.
-  rc = strata_allgather(&id, ids.data(), sizeof(id), STRATA_UINT8, comm);
-  if (!created.isOk()) return finish(created, comm);
-  if (rc != STRATA_SUCCESS) return rc;
   *newcomm = nullptr;
   if (color == STRATA_SPLIT_NOCOLOR) return STRATA_SUCCESS;
-  rc = strata_comm_init_rank(newcomm, static_cast<int>(group.size()), ids[group[0].rank], newRank);
+  // The first member of each group creates its id and hands it to the
+  // group's members alone: an id carries the new communicator's secret,
+  // which ranks outside the group must not learn.
+  struct Handoff {
+    int32_t created;
+    strata_unique_id_t id;
+  } handoff;
+  std::memset(&handoff, 0, sizeof(handoff));
+  const int leader = static_cast<int>(group[0].rank);
+  if (newRank == 0) handoff.created = strata_get_unique_id(&handoff.id) == STRATA_SUCCESS;
+  const std::string why = handoff.created || newRank != 0 ? "" : strata_last_error();
+  // Sent even after a failure (created = 0), so that no member is left waiting.
+  rc = strata_group_start();
+  for (size_t m = 1; m < group.size() && newRank == 0 && rc == STRATA_SUCCESS; ++m)
+    rc = strata_send(&handoff, sizeof(handoff), STRATA_UINT8, static_cast<int>(group[m].rank), comm);
+  if (newRank != 0 && rc == STRATA_SUCCESS) rc = strata_recv(&handoff, sizeof(handoff), STRATA_UINT8, leader, comm);
+  const strata_result_t ended = strata_group_end();
+  if (rc != STRATA_SUCCESS) return rc;
+  if (ended != STRATA_SUCCESS) return ended;
+  if (!handoff.created)
+    return finish(newRank == 0 ? STRATA_ERROR(STRATA_ERR_SYSTEM, "creating the split's unique id: %s", why.c_str())
+                               : STRATA_ERROR(STRATA_ERR_SYSTEM,
+                                              "rank %d, the first of this split's group, could not create its "
+                                              "unique id (its own error says why)",
+                                              leader),
+                  comm);
+  rc = strata_comm_init_rank(newcomm, static_cast<int>(group.size()), handoff.id, newRank);
   if (rc != STRATA_SUCCESS) comm->impl->setLastError(strata_last_error());
   return rc;
 } STRATA_CATCH_ESCAPES
