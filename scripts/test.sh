@@ -2,7 +2,8 @@
 # The whole test suite: install what is missing, build, run every test; then
 # build again with AddressSanitizer and UndefinedBehaviorSanitizer and run the
 # suite once more; then ThreadSanitizer over the tests that drive the progress
-# engine's threads, aborts and failures. Ends with "N passed, N failed, N skipped".
+# engine's threads, aborts and failures. After the first, a short libFuzzer run
+# of the fuzz targets counts as one test. Ends with "N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh || exit 1
@@ -38,6 +39,18 @@ PY
 # the plain and ASan runs build and test it. TSan runs without it: UCX's
 # memory hooks (libucm) patch madvise, which TSan's own interceptors crash on.
 run_suite build "release" "" -Ducx=enabled
+# The fuzz targets (tests/fuzz) under libFuzzer for a few seconds each, with
+# clang, ASan and UBSan (scripts/fuzz.sh; about a minute the first time, with
+# its build): one test, failed by any crash or broken invariant. Every leg
+# also replays their corpora (meson suite 'fuzz').
+echo "=== libFuzzer smoke: scripts/fuzz.sh --seconds 5"
+if ! command -v clang++ >/dev/null; then
+  echo "SKIP: clang++ not found"; skipped=$((skipped + 1))
+elif scripts/fuzz.sh --seconds 5; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+fi
 # Under ASan, shared memory and fork work as usual; leaks are reported too.
 ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
@@ -45,7 +58,7 @@ ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
   -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Db_lundef=false -Ducx=enabled
 # A TSan report makes the reporting process exit non-zero, failing its test.
 TSAN_OPTIONS=halt_on_error=1 \
-  run_suite build-tsan "thread sanitizer" "plans api collectives robustness robustness_tcp" \
+  run_suite build-tsan "thread sanitizer" "plans api collectives robustness robustness_tcp handshake" \
   -Db_sanitize=thread -Dbuildtype=debugoptimized -Db_lundef=false
 
 shm_after=$(ls /dev/shm 2>/dev/null | grep '^strata-' | sort || true)

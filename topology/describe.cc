@@ -34,12 +34,28 @@ std::string jsonArray(const std::vector<T>& items) {
   return out + "]";
 }
 
-// The length of the valid UTF-8 sequence at s[i..n), or 0 if there is none.
+// The length of the well-formed UTF-8 sequence at s[i..n), or 0 if there is
+// none. Well-formed as RFC 3629 has it, which JSON parsers hold a document
+// to: no overlong forms (C0, C1, E0 80..9F, F0 80..8F), no UTF-16
+// surrogates (ED A0..BF) and nothing past U+10FFFF (F4 90.., F5..FF).
 size_t utf8Length(const unsigned char* s, size_t i, size_t n) {
   const unsigned char c = s[i];
-  size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-  if (len == 0 || i + len > n) return 0;
-  for (size_t k = 1; k < len; ++k)
+  if (c < 0x80) return 1;
+  size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the range of the second byte
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  }
+  if (len == 0 || i + len > n || s[i + 1] < lo || s[i + 1] > hi) return 0;
+  for (size_t k = 2; k < len; ++k)
     if ((s[i + k] & 0xc0) != 0x80) return 0;
   return len;
 }

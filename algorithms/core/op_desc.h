@@ -2,6 +2,7 @@
 // slot (SlotTag::desc) and a receiver can tell when ranks disagree.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -34,9 +35,13 @@ struct OpDesc {
   uint64_t pack() const {
     return (uint64_t(coll) << 56) | (uint64_t(datatype) << 52) | (uint64_t(op) << 48) | count;
   }
+  // A desc may come from a peer (a slot's tag): a datatype or op past the
+  // enum's values unpacks as STRATA_NUM_DATATYPES / STRATA_NUM_OPS (named
+  // "invalid"), never as a value its enum cannot hold.
   static OpDesc unpack(uint64_t v) {
-    return {Coll(v >> 56), strata_datatype_t((v >> 52) & 0xf), strata_op_t((v >> 48) & 0xf),
-            v & kMaxCount};
+    const unsigned datatype = (v >> 52) & 0xf, op = (v >> 48) & 0xf;
+    return {Coll(v >> 56), strata_datatype_t(std::min<unsigned>(datatype, STRATA_NUM_DATATYPES)),
+            strata_op_t(std::min<unsigned>(op, STRATA_NUM_OPS)), v & kMaxCount};
   }
   // "allreduce(count=1000, float32, sum)", "send(count=10, int8)"
   std::string describe() const;

@@ -4,6 +4,8 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +63,26 @@ ncclResult_t fail(ncclResult_t rc, ncclComm_t comm, const char* fmt, ...) {
   if (comm) comm->lastError = buf;
   return rc;
 }
+
+// What an entry point returns when a C++ exception reached it: no exception
+// may unwind into a C caller. Call only from a catch block.
+ncclResult_t escaped() {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return ncclSystemError;  // formatting a message could throw again
+  } catch (const std::exception& e) {
+    return fail(ncclInternalError, nullptr, "strata's NCCL shim: unexpected C++ exception: %s", e.what());
+  } catch (...) {
+    return fail(ncclInternalError, nullptr, "strata's NCCL shim: unexpected C++ exception");
+  }
+}
+
+// Closes an entry point defined with a function-try-block.
+#define NCCL_CATCH_ESCAPES \
+  catch (...) {            \
+    return escaped();      \
+  }
 
 bool toStrata(ncclDataType_t dt, strata_datatype_t* out) {
   static const strata_datatype_t kMap[] = {STRATA_INT8,    STRATA_UINT8,   STRATA_INT32,  STRATA_UINT32,
@@ -153,23 +175,23 @@ ncclResult_t wrap(strata_comm_t s, ncclComm_t* out) {
 
 extern "C" {
 
-ncclResult_t ncclGetVersion(int* version) {
+ncclResult_t ncclGetVersion(int* version) try {
   if (!version) return fail(ncclInvalidArgument, nullptr, "version is NULL");
   *version = NCCL_VERSION_CODE;
   return ncclSuccess;
-}
+} NCCL_CATCH_ESCAPES
 
-ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) try {
   if (!uniqueId) return fail(ncclInvalidArgument, nullptr, "uniqueId is NULL");
   static_assert(sizeof(ncclUniqueId) == sizeof(strata_unique_id_t), "unique ids differ in size");
   strata_unique_id_t id;
   strata_result_t rc = strata_get_unique_id(&id);
   if (rc == STRATA_SUCCESS) std::memcpy(uniqueId, &id, sizeof(id));
   return done(rc, nullptr);
-}
+} NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
-                                    ncclConfig_t* config) {
+                                    ncclConfig_t* config) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm (the output pointer) is NULL");
   if (config && (config->magic != 0xcafebeef || config->size < offsetof(ncclConfig_t, splitShare)))
     return fail(ncclInvalidArgument, nullptr, "config was not initialised with NCCL_CONFIG_INITIALIZER");
@@ -182,13 +204,13 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   if (rc != STRATA_SUCCESS) return done(rc, nullptr);
   wrap(s, comm);
   return nonBlocking ? ncclInProgress : ncclSuccess;
-}
+} NCCL_CATCH_ESCAPES
 
-ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) try {
   return ncclCommInitRankConfig(comm, nranks, commId, rank, nullptr);
-}
+} NCCL_CATCH_ESCAPES
 
-ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* /*devlist*/) {
+ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* /*devlist*/) try {
   if (!comms) return fail(ncclInvalidArgument, nullptr, "comm (the output array) is NULL");
   if (ndev < 1) return fail(ncclInvalidArgument, nullptr, "ndev=%d must be at least 1", ndev);
   ncclUniqueId id;
@@ -211,30 +233,30 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* /*devlist*/
       return fail(results[i], nullptr, "rank %d: %s", i, errors[i].c_str());
     }
   return ncclSuccess;
-}
+} NCCL_CATCH_ESCAPES
 
-ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+ncclResult_t ncclCommFinalize(ncclComm_t comm) try {
   // Every strata operation has completed when its call (or group) returned.
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   return ncclSuccess;
-}
+} NCCL_CATCH_ESCAPES
 
-ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   strata_result_t rc = strata_comm_destroy(comm->comm);
   delete comm;
   return done(rc, nullptr);
-}
+} NCCL_CATCH_ESCAPES
 
-ncclResult_t ncclCommAbort(ncclComm_t comm) {
+ncclResult_t ncclCommAbort(ncclComm_t comm) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   strata_result_t rc = strata_comm_abort(comm->comm);
   delete comm;
   return done(rc, nullptr);
-}
+} NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-                           ncclConfig_t* config) {
+                           ncclConfig_t* config) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   if (!newcomm) return fail(ncclInvalidArgument, comm, "newcomm (the output pointer) is NULL");
   if (config && config->magic != 0xcafebeef)
@@ -247,7 +269,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     return ncclSuccess;
   }
   return wrap(s, newcomm);
-}
+} NCCL_CATCH_ESCAPES
 
 const char* ncclGetErrorString(ncclResult_t result) {
   switch (result) {
@@ -267,7 +289,7 @@ const char* ncclGetLastError(ncclComm_t comm) {
   return comm ? comm->lastError.c_str() : tLastError.c_str();
 }
 
-ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   if (!asyncError) return fail(ncclInvalidArgument, comm, "asyncError is NULL");
   strata_result_t err = STRATA_SUCCESS;
@@ -275,27 +297,27 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   if (rc != STRATA_SUCCESS) return done(rc, comm);
   *asyncError = fromStrata(err);
   return ncclSuccess;
-}
+} NCCL_CATCH_ESCAPES
 
-ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   return done(strata_comm_size(comm->comm, count), comm);
-}
+} NCCL_CATCH_ESCAPES
 
-ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   if (!device) return fail(ncclInvalidArgument, comm, "device is NULL");
   *device = -1;
   return ncclSuccess;
-}
+} NCCL_CATCH_ESCAPES
 
-ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   return done(strata_comm_rank(comm->comm, rank), comm);
-}
+} NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
-                                      ncclScalarResidence_t residence, ncclComm_t comm) {
+                                      ncclScalarResidence_t residence, ncclComm_t comm) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   if (!op || !scalar) return fail(ncclInvalidArgument, comm, "%s is NULL", op ? "scalar" : "op");
   if (residence != ncclScalarHostImmediate)
@@ -311,36 +333,36 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTyp
   else comm->premul[index] = pm;
   *op = static_cast<ncclRedOp_t>(ncclNumOps + index);
   return ncclSuccess;
-}
+} NCCL_CATCH_ESCAPES
 
-ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   size_t index = static_cast<size_t>(op) - ncclNumOps;
   if (op < ncclNumOps || index >= comm->premul.size() || !comm->premul[index].live)
     return fail(ncclInvalidArgument, comm, "op=%d is not a live op made by ncclRedOpCreatePreMulSum", op);
   comm->premul[index].live = false;
   return ncclSuccess;
-}
+} NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) try {
   return reduction(comm, stream, datatype, op, sendbuff, count,
                    [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
                      return strata_allreduce(in, recvbuff, count, dt, sop, comm->comm);
                    });
-}
+} NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) try {
   return reduction(comm, stream, datatype, op, sendbuff, count,
                    [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
                      return strata_reduce(in, recvbuff, count, dt, sop, root, comm->comm);
                    });
-}
+} NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                               cudaStream_t stream) {
+                               cudaStream_t stream) try {
   int n = 0;
   if (comm) strata_comm_size(comm->comm, &n);  // a failed size leaves 0: strata_reduce_scatter reports it
   // The input count is formed only once it cannot wrap.
@@ -350,50 +372,50 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                    [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
                      return strata_reduce_scatter(in, recvbuff, recvcount, dt, sop, comm->comm);
                    });
-}
+} NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                           int root, ncclComm_t comm, cudaStream_t stream) {
+                           int root, ncclComm_t comm, cudaStream_t stream) try {
   strata_datatype_t dt = STRATA_UINT8;
   ncclResult_t r = prepare(comm, stream, datatype, &dt);
   if (r != ncclSuccess) return r;
   return done(strata_broadcast(sendbuff, recvbuff, count, dt, root, comm->comm), comm);
-}
+} NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
-                       cudaStream_t stream) {
+                       cudaStream_t stream) try {
   return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
-}
+} NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) try {
   strata_datatype_t dt = STRATA_UINT8;
   ncclResult_t r = prepare(comm, stream, datatype, &dt);
   if (r != ncclSuccess) return r;
   return done(strata_allgather(sendbuff, recvbuff, sendcount, dt, comm->comm), comm);
-}
+} NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-                      ncclComm_t comm, cudaStream_t stream) {
+                      ncclComm_t comm, cudaStream_t stream) try {
   strata_datatype_t dt = STRATA_UINT8;
   ncclResult_t r = prepare(comm, stream, datatype, &dt);
   if (r != ncclSuccess) return r;
   return done(strata_send(sendbuff, count, dt, peer, comm->comm), comm);
-}
+} NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
-                      ncclComm_t comm, cudaStream_t stream) {
+                      ncclComm_t comm, cudaStream_t stream) try {
   strata_datatype_t dt = STRATA_UINT8;
   ncclResult_t r = prepare(comm, stream, datatype, &dt);
   if (r != ncclSuccess) return r;
   return done(strata_recv(recvbuff, count, dt, peer, comm->comm), comm);
-}
+} NCCL_CATCH_ESCAPES
 
-ncclResult_t ncclGroupStart(void) {
+ncclResult_t ncclGroupStart(void) try {
   return done(strata_group_start(), nullptr);
-}
-ncclResult_t ncclGroupEnd(void) {
+} NCCL_CATCH_ESCAPES
+ncclResult_t ncclGroupEnd(void) try {
   return done(strata_group_end(), nullptr);
-}
+} NCCL_CATCH_ESCAPES
 
 }  // extern "C"

@@ -1,13 +1,12 @@
 #include "bootstrap.h"
 
-#include <poll.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "clock.h"
+#include "handshake.h"
 #include "listener_handoff.h"
 #include "log.h"
 #include "params.h"
@@ -16,17 +15,11 @@
 namespace strata::boot {
 namespace {
 
-constexpr uint64_t kHelloMagic = 0x31544f4f42525453ull;  // "STRBOOT1"
+// The handshake's purpose for bootstrap connections (handshake_wire.h).
+constexpr uint64_t kBootPurpose = 0x31544f4f42525453ull;  // "STRBOOT1"
 
-struct Hello {
-  uint64_t magic;
-  uint8_t secret[kSecretBytes];
-  int32_t nranks;
-  int32_t rank;
-  topo::HostInfo host;
-};
-
-enum ReplyStatus : uint32_t { kOk = 0, kBadSecret = 1, kWrongSize = 2, kDuplicateRank = 3, kBadRank = 4 };
+// What rank 0 answers a joiner that proved the secret.
+enum ReplyStatus : uint32_t { kOk = 0, kWrongSize = 2, kDuplicateRank = 3, kBadRank = 4 };
 
 struct Reply {
   uint32_t status;
@@ -34,12 +27,9 @@ struct Reply {
   uint64_t commTag;
 };
 
-struct Pending {
-  int fd;
-  std::string from;
-  Hello hello;
-  size_t got;
-};
+// STRATA_TLS, as the handshake's flags carry it: both ends must agree.
+uint32_t tlsFlag() { return params::tls() ? security::kFlagTls : 0; }
+const char* tlsText(uint32_t flags) { return flags & security::kFlagTls ? "STRATA_TLS=1" : "no TLS"; }
 
 // Rank 0's listening socket; a single rank needs none.
 Status rootListener(const BootstrapConfig& config, int* fd) {
@@ -54,7 +44,7 @@ Status rootListener(const BootstrapConfig& config, int* fd) {
 Bootstrap::Bootstrap(int rank, int nranks) : rank_(rank), nranks_(nranks) {}
 
 Bootstrap::~Bootstrap() {
-  tls_.clear();
+  tls_.clear();  // their close_notify goes out before the sockets close
   for (int fd : fds_)
     if (fd >= 0) close(fd);
 }
@@ -72,18 +62,16 @@ Status Bootstrap::create(const BootstrapConfig& config, const topo::HostInfo& se
     return STRATA_INVALID_ARG("nranks=%d is outside 1..%d, the world sizes strata supports", config.nranks,
                               kMaxRanks);
   std::unique_ptr<Bootstrap> b(new Bootstrap(config.rank, config.nranks));
-  static_assert(sizeof(config.id.secret) == sizeof(b->secret_.bytes));
-  std::memcpy(b->secret_.bytes, config.id.secret, sizeof(b->secret_.bytes));
   b->hosts_.resize(config.nranks);
   b->hosts_[config.rank] = self;
+  b->secret_ = config.id.secret;
   if (config.rank == 0) {
     int fd = -1;
     STRATA_CHECK(rootListener(config, &fd));
-    Status s = config.nranks > 1 ? b->runRoot(config, fd) : Status::ok();
+    Status s = config.nranks > 1 ? b->runRoot(fd) : Status::ok();
     if (fd >= 0) close(fd);
     STRATA_CHECK(s);
-    if (config.nranks == 1 && getrandom(&b->commTag_, sizeof(b->commTag_), 0) != sizeof(b->commTag_))
-      b->commTag_ = static_cast<uint64_t>(getpid()) * 0x9e3779b97f4a7c15ull ^ uint64_t(nowSeconds() * 1e9);
+    if (config.nranks == 1) STRATA_CHECK(security::randomBytes(&b->commTag_, sizeof(b->commTag_)));
   } else {
     STRATA_CHECK(b->join(config));
   }
@@ -91,129 +79,106 @@ Status Bootstrap::create(const BootstrapConfig& config, const topo::HostInfo& se
   return Status::ok();
 }
 
-Status Bootstrap::runRoot(const BootstrapConfig& config, int listenFd) {
+Status Bootstrap::runRoot(int listenFd) {
   const double deadline = nowSeconds() + params::timeout();
   fds_.assign(nranks_, -1);
-  std::vector<Pending> pending;
+  tls_.resize(nranks_);
+  security::Gate gate(listenFd, secret_, kBootPurpose, 0, tlsFlag());
   int joined = 0;
-
-  auto reject = [&](Pending& p, ReplyStatus why, const char* what) {
-    STRATA_WARN(BOOT, "dropped bootstrap connection from %s: %s", p.from.c_str(), what);
-    if (why != kOk) {
-      Reply r{why, nranks_, 0};
-      (void)!send(p.fd, &r, sizeof(r), MSG_NOSIGNAL | MSG_DONTWAIT);
-    }
-    close(p.fd);
-    p.fd = -1;
-  };
-
   while (joined < nranks_ - 1) {
-    if (nowSeconds() > deadline) {
+    security::Admitted a;
+    if (!gate.next(deadline, &a).isOk()) {
       std::string missing;
       for (int r = 1; r < nranks_; ++r)
         if (fds_[r] < 0) missing += (missing.empty() ? "" : ",") + std::to_string(r);
-      for (auto& p : pending) close(p.fd);
       return STRATA_ERROR(STRATA_ERR_TIMEOUT,
                           "only %d of %d ranks joined rank 0 before STRATA_TIMEOUT (%.0f s); "
                           "missing ranks: %s",
                           joined + 1, nranks_, params::timeout(), missing.c_str());
     }
-    std::vector<pollfd> fds{{listenFd, POLLIN, 0}};
-    for (auto& p : pending) fds.push_back({p.fd, POLLIN, 0});
-    int n = poll(fds.data(), fds.size(), 100);
-    if (n <= 0) continue;
-    if (fds[0].revents & POLLIN) {
-      SockAddr from;
-      socklen_t len = sizeof(from.storage);
-      int fd = accept4(listenFd, reinterpret_cast<sockaddr*>(&from.storage), &len, SOCK_CLOEXEC);
-      if (fd >= 0) {
-        from.len = len;
-        pending.push_back({fd, toString(from), {}, 0});
-      }
+    // The joiner proved the secret: it is of this job, and may hear why it
+    // is refused. Its host description follows its proof at once (after
+    // TLS's handshake, with STRATA_TLS).
+    const security::Claim& c = a.claim;
+    if ((c.flags & security::kFlagTls) != tlsFlag()) {
+      // It saw this rank's flags in the answer and fails on its own, saying why.
+      STRATA_WARN(BOOT, "refused rank %d from %s: it runs with %s, rank 0 with %s (set STRATA_TLS alike on every rank)",
+                  c.rank, a.from.c_str(), tlsText(c.flags), tlsText(tlsFlag()));
+      close(a.fd);
+      continue;
     }
-    for (size_t i = 1; i < fds.size(); ++i) {
-      if (!fds[i].revents) continue;
-      Pending& p = pending[i - 1];
-      ssize_t got = recv(p.fd, reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got,
-                         MSG_DONTWAIT);
-      if (got <= 0) {
-        if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        reject(p, kOk, "closed before saying hello");
-        continue;
-      }
-      p.got += static_cast<size_t>(got);
-      if (p.got < sizeof(Hello)) continue;
-      const Hello& h = p.hello;
-      if (h.magic != kHelloMagic) {
-        reject(p, kOk, "not a strata bootstrap hello");
-      } else if (std::memcmp(h.secret, config.id.secret, kSecretBytes) != 0) {
-        reject(p, kBadSecret, "wrong secret (a unique id of another job?)");
-      } else if (h.nranks != nranks_) {
-        reject(p, kWrongSize, ("rank " + std::to_string(h.rank) + " said the world has " +
-                               std::to_string(h.nranks) + " ranks, rank 0 says " +
-                               std::to_string(nranks_)).c_str());
-      } else if (h.rank < 1 || h.rank >= nranks_) {
-        reject(p, kBadRank, ("rank " + std::to_string(h.rank) + " out of range").c_str());
-      } else if (fds_[h.rank] >= 0) {
-        reject(p, kDuplicateRank, ("rank " + std::to_string(h.rank) + " joined twice").c_str());
-      } else {
-        fds_[h.rank] = p.fd;
-        hosts_[h.rank] = h.host;
-        topo::sanitizeWire(&hosts_[h.rank]);
-        p.fd = -1;
-        ++joined;
-        STRATA_TRACE(BOOT, "rank %d joined from %s", h.rank, p.from.c_str());
-      }
+    const double hostDeadline = std::min(deadline, nowSeconds() + security::Gate::kUnprovenSeconds);
+    std::unique_ptr<security::TlsSession> tls;
+    Status got = startTls(a.fd, false, "rank " + std::to_string(c.rank) + " at " + a.from, hostDeadline, &tls);
+    topo::HostInfo host;
+    if (got.isOk())
+      got = tls ? tls->recvAll(&host, sizeof(host), hostDeadline)
+                : net::recvAll(a.fd, &host, sizeof(host), hostDeadline, a.from.c_str());
+    ReplyStatus why = c.count != nranks_                ? kWrongSize
+                      : c.rank < 1 || c.rank >= nranks_ ? kBadRank
+                      : fds_[c.rank] >= 0               ? kDuplicateRank
+                                                        : kOk;
+    if (!got.isOk() || why != kOk) {
+      STRATA_WARN(BOOT, "refused rank %d from %s: %s", c.rank, a.from.c_str(),
+                  !got.isOk()          ? "closed before describing its host"
+                  : why == kWrongSize  ? ("it says the world has " + std::to_string(c.count) + " ranks, rank 0 says " +
+                                         std::to_string(nranks_)).c_str()
+                  : why == kBadRank    ? "rank out of range"
+                                       : "that rank joined already");
+      Reply r{why, nranks_, 0};
+      if (got.isOk() && tls)
+        (void)tls->write(&r, sizeof(r));
+      else if (got.isOk())
+        (void)!send(a.fd, &r, sizeof(r), MSG_NOSIGNAL | MSG_DONTWAIT);
+      tls.reset();
+      close(a.fd);
+      continue;
     }
-    pending.erase(std::remove_if(pending.begin(), pending.end(), [](const Pending& p) { return p.fd < 0; }),
-                  pending.end());
-  }
-  for (auto& p : pending) {
-    STRATA_WARN(BOOT, "dropped bootstrap connection from %s: incomplete hello", p.from.c_str());
-    close(p.fd);
+    fds_[c.rank] = a.fd;
+    tls_[c.rank] = std::move(tls);
+    hosts_[c.rank] = host;
+    topo::sanitizeWire(&hosts_[c.rank]);
+    ++joined;
+    STRATA_TRACE(BOOT, "rank %d joined from %s", c.rank, a.from.c_str());
   }
 
-  if (getrandom(&commTag_, sizeof(commTag_), 0) != sizeof(commTag_))
-    return STRATA_ERROR(STRATA_ERR_SYSTEM, "getrandom failed: %s", errnoText(errno).c_str());
+  STRATA_CHECK(security::randomBytes(&commTag_, sizeof(commTag_)));
   Reply ok{kOk, nranks_, commTag_};
-  std::vector<int> joiners;
   for (int r = 1; r < nranks_; ++r) {
-    STRATA_CHECK(net::sendAll(fds_[r], &ok, sizeof(ok), deadline, peerName(r).c_str()));
-    joiners.push_back(r);
-  }
-  STRATA_CHECK(startTlsAsRoot(joiners, deadline));
-  for (int r = 1; r < nranks_; ++r)
+    STRATA_CHECK(sendTo(r, &ok, sizeof(ok), deadline));
     STRATA_CHECK(sendTo(r, hosts_.data(), sizeof(topo::HostInfo) * nranks_, deadline));
-  STRATA_INFO(BOOT, "all %d ranks joined%s", nranks_, params::tls() ? " (TLS)" : "");
+  }
+  STRATA_INFO(BOOT, "all %d ranks joined%s", nranks_, tlsFlag() ? " (TLS)" : "");
   return Status::ok();
 }
 
 Status Bootstrap::join(const BootstrapConfig& config) {
   const double deadline = nowSeconds() + params::timeout();
   SockAddr root = rootAddress(config.id);
+  std::string name = "rank 0 at " + toString(root) + " (MASTER_ADDR or the unique id's address)";
   int fd = -1;
-  STRATA_CHECK(net::connectTo(root, deadline, "rank 0 (MASTER_ADDR or the unique id's address)", &fd));
+  uint32_t rootFlags = 0;
+  const security::Claim claim{kBootPurpose, 0, rank_, 0, 0, nranks_, tlsFlag(), 0};
+  STRATA_CHECK(security::connectAndProve(root, secret_, claim, deadline, name.c_str(), &fd, &rootFlags));
   fds_.assign(1, fd);
-  std::string name = "rank 0 at " + toString(root);
-
-  Hello hello;
-  std::memset(&hello, 0, sizeof(hello));
-  hello.magic = kHelloMagic;
-  std::memcpy(hello.secret, config.id.secret, kSecretBytes);
-  hello.nranks = nranks_;
-  hello.rank = rank_;
-  hello.host = hosts_[rank_];
-  STRATA_CHECK(net::sendAll(fd, &hello, sizeof(hello), deadline, name.c_str()));
+  if ((rootFlags & security::kFlagTls) != tlsFlag())
+    return STRATA_ERROR(STRATA_ERR_INVALID_USAGE, "%s runs with %s, this rank with %s: set STRATA_TLS alike on every rank",
+                        name.c_str(), tlsText(rootFlags), tlsText(tlsFlag()));
+  tls_.resize(1);
+  STRATA_CHECK(startTls(fd, true, name, deadline, &tls_[0]));
+  security::TlsSession* tls = tls_[0].get();
+  auto send0 = [&](const void* data, size_t bytes) {
+    return tls ? tls->sendAll(data, bytes, deadline) : net::sendAll(fd, data, bytes, deadline, name.c_str());
+  };
+  auto recv0 = [&](void* data, size_t bytes) {
+    return tls ? tls->recvAll(data, bytes, deadline) : net::recvAll(fd, data, bytes, deadline, name.c_str());
+  };
+  STRATA_CHECK(send0(&hosts_[rank_], sizeof(topo::HostInfo)));
   Reply reply;
-  STRATA_CHECK(net::recvAll(fd, &reply, sizeof(reply), deadline, name.c_str()));
+  STRATA_CHECK(recv0(&reply, sizeof(reply)));
   switch (reply.status) {
     case kOk:
       break;
-    case kBadSecret:
-      return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
-                          "%s rejected this rank: the unique id's secret does not match (an id "
-                          "from another job or an older strata_get_unique_id call?)",
-                          name.c_str());
     case kWrongSize:
       return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
                           "%s rejected this rank: nranks=%d here but %d at rank 0", name.c_str(),
@@ -227,8 +192,7 @@ Status Bootstrap::join(const BootstrapConfig& config) {
                           rank_, reply.status);
   }
   commTag_ = reply.commTag;
-  STRATA_CHECK(startTlsAsJoiner(deadline));
-  STRATA_CHECK(recvFrom(0, hosts_.data(), sizeof(topo::HostInfo) * nranks_, deadline));
+  STRATA_CHECK(recv0(hosts_.data(), sizeof(topo::HostInfo) * nranks_));
   for (topo::HostInfo& h : hosts_) topo::sanitizeWire(&h);
   return Status::ok();
 }
@@ -247,21 +211,12 @@ Status Bootstrap::allgather(const void* in, void* out, size_t bytes) {
   return Status::ok();
 }
 
-Status Bootstrap::startTlsAsRoot(const std::vector<int>& ranks, double deadline) {
-  if (!params::tls()) return Status::ok();
-  tls_.resize(fds_.size());
-  std::vector<security::TlsSession*> sessions;
-  for (int r : ranks) {
-    STRATA_CHECK(security::TlsSession::create(fds_[r], security::TlsRole::kServer, secret_, peerName(r), &tls_[r]));
-    sessions.push_back(tls_[r].get());
-  }
-  return security::TlsSession::handshakeAll(sessions, deadline);
-}
-
-Status Bootstrap::startTlsAsJoiner(double deadline) {
-  if (!params::tls()) return Status::ok();
-  tls_.resize(1);
-  return security::TlsSession::start(fds_[0], security::TlsRole::kClient, secret_, peerName(0), deadline, &tls_[0]);
+Status Bootstrap::startTls(int fd, bool joiner, const std::string& peer, double deadline,
+                           std::unique_ptr<security::TlsSession>* out) const {
+  out->reset();
+  if (!tlsFlag()) return Status::ok();
+  return security::TlsSession::start(fd, joiner ? security::TlsRole::kClient : security::TlsRole::kServer, secret_,
+                                     peer, deadline, out);
 }
 
 Status Bootstrap::sendTo(int rank, const void* data, size_t bytes, double deadline) {

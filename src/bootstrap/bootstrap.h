@@ -2,11 +2,15 @@
 // (exchange HostInfo), to set up transports (allgather, barrier), and never
 // for collective data.
 //
-// Rank 0 accepts connections until all nranks-1 peers have said hello with the
-// right secret, world size and a rank not taken yet; anything else (garbage,
-// another job's secret, a wrong world size, a duplicate rank) is logged and
-// dropped, with a reason sent back when the hello was well-formed, and the job
-// goes on waiting for the right ranks until STRATA_TIMEOUT.
+// Rank 0 admits connections that prove the job's secret (security/handshake.h)
+// until all nranks-1 peers have joined with the right world size and a rank not
+// taken yet. Strangers (garbage, another job's secret, idle connections) are
+// dropped without a word; a joiner that proved the secret but claims a wrong
+// world size or a taken rank is told why. The job goes on waiting for the
+// right ranks until STRATA_TIMEOUT. With STRATA_TLS=1 (on every rank: the
+// handshake's flags say it, and a joiner that differs is refused) each
+// connection starts TLS right after its proof, and carries everything after
+// it, the joiner's HostInfo included, through it.
 #pragma once
 
 #include <memory>
@@ -53,23 +57,22 @@ class Bootstrap final : public OutOfBand {
   const std::vector<topo::HostInfo>& hosts() const { return hosts_; }
   // Random, chosen by rank 0: names this communicator's resources.
   uint64_t commTag() const { return commTag_; }
-  // The job's secret (the unique id's), which keys STRATA_TLS's sessions.
+  // The job's secret, which every transport's connections prove in turn
+  // (and which keys STRATA_TLS's sessions).
   const security::Secret& secret() const { return secret_; }
 
  private:
   Bootstrap(int rank, int nranks);
-  Status runRoot(const BootstrapConfig& config, int listenFd);
+  Status runRoot(int listenFd);
   Status join(const BootstrapConfig& config);
   std::string peerName(int rank) const;
 
-  // STRATA_TLS=1: TLS over connections that have been authenticated, rank 0
-  // the server. Rank 0 calls startTlsAsRoot with the ranks whose
-  // connections (fds_[rank]) are ready, one or many at once (their
-  // handshakes run together); a joiner calls startTlsAsJoiner on fds_[0].
-  // Both do nothing without STRATA_TLS. Everything sent after them must go
-  // through sendTo/recvFrom.
-  Status startTlsAsRoot(const std::vector<int>& ranks, double deadline);
-  Status startTlsAsJoiner(double deadline);
+  // STRATA_TLS=1: TLS on a bootstrap connection right after its peer proved
+  // the secret (security/handshake.h), the joiner the client; null in *out
+  // without STRATA_TLS. Everything after it goes through sendTo/recvFrom,
+  // or the session itself while the connection has no rank yet.
+  Status startTls(int fd, bool joiner, const std::string& peer, double deadline,
+                  std::unique_ptr<security::TlsSession>* out) const;
   // Blocking transfers with the peer at fds_[rank] (a joiner's only peer is
   // rank 0), through its TLS session when it has one.
   Status sendTo(int rank, const void* data, size_t bytes, double deadline);
@@ -81,9 +84,9 @@ class Bootstrap final : public OutOfBand {
   // Next to fds_, null where a connection carries no TLS; destroyed before
   // the sockets close (their close_notify goes out on them).
   std::vector<std::unique_ptr<security::TlsSession>> tls_;
-  security::Secret secret_{};
   std::vector<topo::HostInfo> hosts_;
   uint64_t commTag_ = 0;
+  security::Secret secret_;
 };
 
 }  // namespace strata::boot

@@ -19,7 +19,7 @@ namespace {
 
 struct Listener {
   SockAddr addr;
-  uint8_t secret[kSecretBytes];
+  security::Secret secret;
   int fd;
 };
 
@@ -40,7 +40,7 @@ int takeRemembered(const IdContents& id) {
   const SockAddr addr = rootAddress(id);
   std::lock_guard<std::mutex> lock(gMutex);
   auto it = std::find_if(gListeners.begin(), gListeners.end(), [&](const Listener& l) {
-    return sameAddress(l.addr, addr) && std::memcmp(l.secret, id.secret, kSecretBytes) == 0;
+    return sameAddress(l.addr, addr) && security::sameBytes(l.secret.bytes, id.secret.bytes, kSecretBytes);
   });
   if (it == gListeners.end()) return -1;
   int fd = it->fd;
@@ -86,7 +86,7 @@ void rememberListener(IdContents* id, int fd) {
   id->creatorFd = fd;
   id->creatorPidNamespace = pidNamespace();
   Listener l{rootAddress(*id), {}, fd};
-  std::memcpy(l.secret, id->secret, kSecretBytes);
+  l.secret = id->secret;
   std::lock_guard<std::mutex> lock(gMutex);
   gListeners.push_back(l);
 }

@@ -40,7 +40,7 @@ void encodeId(const IdContents& contents, strata_unique_id_t* id) {
   w.version = kVersion;
   w.rootLen = static_cast<uint32_t>(contents.rootLen);
   std::memcpy(w.root, &contents.root, contents.rootLen);
-  std::memcpy(w.secret, contents.secret, kSecretBytes);
+  std::memcpy(w.secret, contents.secret.bytes, kSecretBytes);
   w.creatorPid = contents.creatorPid;
   w.creatorFd = contents.creatorFd;
   w.creatorPidNamespace = contents.creatorPidNamespace;
@@ -61,7 +61,7 @@ Status decodeId(const strata_unique_id_t& id, IdContents* contents) {
   std::memset(contents, 0, sizeof(*contents));
   std::memcpy(&contents->root, w.root, w.rootLen);
   contents->rootLen = w.rootLen;
-  std::memcpy(contents->secret, w.secret, kSecretBytes);
+  std::memcpy(contents->secret.bytes, w.secret, kSecretBytes);
   contents->creatorPid = w.creatorPid;
   contents->creatorFd = w.creatorFd;
   contents->creatorPidNamespace = w.creatorPidNamespace;

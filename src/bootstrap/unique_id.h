@@ -6,18 +6,19 @@
 
 #include <cstdint>
 
+#include "secret.h"
 #include "sockaddr.h"
 #include "status.h"
 #include "strata/strata.h"
 
 namespace strata::boot {
 
-constexpr size_t kSecretBytes = 16;
+using security::kSecretBytes;
 
 struct IdContents {
   sockaddr_storage root;  // rank 0's listening address (IPv4 or IPv6)
   socklen_t rootLen;
-  uint8_t secret[kSecretBytes];
+  security::Secret secret;
   // Where the listening socket lives until rank 0 takes it: the creating
   // process, its descriptor, and its pid namespace (pids mean nothing outside).
   int32_t creatorPid;

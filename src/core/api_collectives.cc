@@ -384,132 +384,134 @@ extern "C" {
 
 STRATA_API strata_result_t strata_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                                             strata_datatype_t datatype, strata_op_t op,
-                                            strata_comm_t comm) {
+                                            strata_comm_t comm) try {
   return api::allreduce(sendbuf, recvbuf, count, datatype, op, comm, nullptr);
-}
+} STRATA_CATCH_ESCAPES
 STRATA_API strata_result_t strata_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
                                              strata_datatype_t datatype, strata_op_t op,
-                                             strata_comm_t comm, strata_request_t* request) {
+                                             strata_comm_t comm, strata_request_t* request) try {
   STRATA_NEED_REQUEST(request);
   return api::allreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
-}
+} STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_broadcast(const void* sendbuf, void* recvbuf, size_t count,
                                             strata_datatype_t datatype, int root,
-                                            strata_comm_t comm) {
+                                            strata_comm_t comm) try {
   return api::broadcast(sendbuf, recvbuf, count, datatype, root, comm, nullptr);
-}
+} STRATA_CATCH_ESCAPES
 STRATA_API strata_result_t strata_ibroadcast(const void* sendbuf, void* recvbuf, size_t count,
                                              strata_datatype_t datatype, int root,
-                                             strata_comm_t comm, strata_request_t* request) {
+                                             strata_comm_t comm, strata_request_t* request) try {
   STRATA_NEED_REQUEST(request);
   return api::broadcast(sendbuf, recvbuf, count, datatype, root, comm, request);
-}
+} STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_reduce(const void* sendbuf, void* recvbuf, size_t count,
                                          strata_datatype_t datatype, strata_op_t op, int root,
-                                         strata_comm_t comm) {
+                                         strata_comm_t comm) try {
   return api::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, nullptr);
-}
+} STRATA_CATCH_ESCAPES
 STRATA_API strata_result_t strata_ireduce(const void* sendbuf, void* recvbuf, size_t count,
                                           strata_datatype_t datatype, strata_op_t op, int root,
-                                          strata_comm_t comm, strata_request_t* request) {
+                                          strata_comm_t comm, strata_request_t* request) try {
   STRATA_NEED_REQUEST(request);
   return api::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
-}
+} STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_allgather(const void* sendbuf, void* recvbuf, size_t count,
-                                            strata_datatype_t datatype, strata_comm_t comm) {
+                                            strata_datatype_t datatype, strata_comm_t comm) try {
   return api::allgather(sendbuf, recvbuf, count, datatype, comm, nullptr);
-}
+} STRATA_CATCH_ESCAPES
 STRATA_API strata_result_t strata_iallgather(const void* sendbuf, void* recvbuf, size_t count,
                                              strata_datatype_t datatype, strata_comm_t comm,
-                                             strata_request_t* request) {
+                                             strata_request_t* request) try {
   STRATA_NEED_REQUEST(request);
   return api::allgather(sendbuf, recvbuf, count, datatype, comm, request);
-}
+} STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_allgatherv(const void* sendbuf, size_t sendcount, void* recvbuf,
                                              const size_t* recvcounts, const size_t* displs,
-                                             strata_datatype_t datatype, strata_comm_t comm) {
+                                             strata_datatype_t datatype, strata_comm_t comm) try {
   return api::allgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, datatype, comm, nullptr);
-}
+} STRATA_CATCH_ESCAPES
 STRATA_API strata_result_t strata_iallgatherv(const void* sendbuf, size_t sendcount,
                                               void* recvbuf, const size_t* recvcounts,
                                               const size_t* displs, strata_datatype_t datatype,
-                                              strata_comm_t comm, strata_request_t* request) {
+                                              strata_comm_t comm, strata_request_t* request) try {
   STRATA_NEED_REQUEST(request);
   return api::allgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, datatype, comm, request);
-}
+} STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_reduce_scatter(const void* sendbuf, void* recvbuf, size_t count,
                                                  strata_datatype_t datatype, strata_op_t op,
-                                                 strata_comm_t comm) {
+                                                 strata_comm_t comm) try {
   return api::reduceScatter(sendbuf, recvbuf, count, datatype, op, comm, nullptr);
-}
+} STRATA_CATCH_ESCAPES
 STRATA_API strata_result_t strata_ireduce_scatter(const void* sendbuf, void* recvbuf,
                                                   size_t count, strata_datatype_t datatype,
                                                   strata_op_t op, strata_comm_t comm,
-                                                  strata_request_t* request) {
+                                                  strata_request_t* request) try {
   STRATA_NEED_REQUEST(request);
   return api::reduceScatter(sendbuf, recvbuf, count, datatype, op, comm, request);
-}
+} STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_alltoall(const void* sendbuf, void* recvbuf, size_t count,
-                                           strata_datatype_t datatype, strata_comm_t comm) {
+                                           strata_datatype_t datatype, strata_comm_t comm) try {
   return api::alltoall(sendbuf, recvbuf, count, datatype, comm, nullptr);
-}
+} STRATA_CATCH_ESCAPES
 STRATA_API strata_result_t strata_ialltoall(const void* sendbuf, void* recvbuf, size_t count,
                                             strata_datatype_t datatype, strata_comm_t comm,
-                                            strata_request_t* request) {
+                                            strata_request_t* request) try {
   STRATA_NEED_REQUEST(request);
   return api::alltoall(sendbuf, recvbuf, count, datatype, comm, request);
-}
+} STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_alltoallv(const void* sendbuf, const size_t* sendcounts,
                                             const size_t* sdispls, void* recvbuf,
                                             const size_t* recvcounts, const size_t* rdispls,
-                                            strata_datatype_t datatype, strata_comm_t comm) {
+                                            strata_datatype_t datatype, strata_comm_t comm) try {
   return api::alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, datatype, comm,
                         nullptr);
-}
+} STRATA_CATCH_ESCAPES
 STRATA_API strata_result_t strata_ialltoallv(const void* sendbuf, const size_t* sendcounts,
                                              const size_t* sdispls, void* recvbuf,
                                              const size_t* recvcounts, const size_t* rdispls,
                                              strata_datatype_t datatype, strata_comm_t comm,
-                                             strata_request_t* request) {
+                                             strata_request_t* request) try {
   STRATA_NEED_REQUEST(request);
   return api::alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, datatype, comm,
                         request);
-}
+} STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_send(const void* sendbuf, size_t count,
-                                       strata_datatype_t datatype, int peer, strata_comm_t comm) {
+                                       strata_datatype_t datatype, int peer, strata_comm_t comm) try {
   return api::p2p(true, sendbuf, nullptr, count, datatype, peer, comm, nullptr);
-}
+} STRATA_CATCH_ESCAPES
 STRATA_API strata_result_t strata_recv(void* recvbuf, size_t count, strata_datatype_t datatype,
-                                       int peer, strata_comm_t comm) {
+                                       int peer, strata_comm_t comm) try {
   return api::p2p(false, nullptr, recvbuf, count, datatype, peer, comm, nullptr);
-}
+} STRATA_CATCH_ESCAPES
 STRATA_API strata_result_t strata_isend(const void* sendbuf, size_t count,
                                         strata_datatype_t datatype, int peer, strata_comm_t comm,
-                                        strata_request_t* request) {
+                                        strata_request_t* request) try {
   STRATA_NEED_REQUEST(request);
   return api::p2p(true, sendbuf, nullptr, count, datatype, peer, comm, request);
-}
+} STRATA_CATCH_ESCAPES
 STRATA_API strata_result_t strata_irecv(void* recvbuf, size_t count, strata_datatype_t datatype,
-                                        int peer, strata_comm_t comm, strata_request_t* request) {
+                                        int peer, strata_comm_t comm, strata_request_t* request) try {
   STRATA_NEED_REQUEST(request);
   return api::p2p(false, nullptr, recvbuf, count, datatype, peer, comm, request);
-}
+} STRATA_CATCH_ESCAPES
 
-STRATA_API strata_result_t strata_barrier(strata_comm_t comm) { return api::barrier(comm, nullptr); }
-STRATA_API strata_result_t strata_ibarrier(strata_comm_t comm, strata_request_t* request) {
+STRATA_API strata_result_t strata_barrier(strata_comm_t comm) try {
+  return api::barrier(comm, nullptr);
+} STRATA_CATCH_ESCAPES
+STRATA_API strata_result_t strata_ibarrier(strata_comm_t comm, strata_request_t* request) try {
   STRATA_NEED_REQUEST(request);
   return api::barrier(comm, request);
-}
+} STRATA_CATCH_ESCAPES
 
-STRATA_API strata_result_t strata_test(strata_request_t request, int* done) {
+STRATA_API strata_result_t strata_test(strata_request_t request, int* done) try {
   if (!done) return finish(STRATA_INVALID_ARG("done (the output pointer) is NULL"));
   if (!request) {
     *done = 1;
@@ -531,15 +533,15 @@ STRATA_API strata_result_t strata_test(strata_request_t request, int* done) {
   api::freeRequest(request);
   *done = 1;
   return rc;
-}
+} STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_comm_algorithm(strata_comm_t comm, const char* collective, size_t count,
                                                  strata_datatype_t datatype, char* name, size_t len,
-                                                 int* nchannels) {
+                                                 int* nchannels) try {
   return api::algorithm(comm, collective, count, datatype, name, len, nchannels);
-}
+} STRATA_CATCH_ESCAPES
 
-STRATA_API strata_result_t strata_wait(strata_request_t request) {
+STRATA_API strata_result_t strata_wait(strata_request_t request) try {
   if (!request) return STRATA_SUCCESS;
   strata_comm* comm = request->comm;
   Status s;
@@ -550,6 +552,6 @@ STRATA_API strata_result_t strata_wait(strata_request_t request) {
   strata_result_t rc = finish(s, comm);
   api::freeRequest(request);
   return rc;
-}
+} STRATA_CATCH_ESCAPES
 
 }  // extern "C"

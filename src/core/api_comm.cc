@@ -1,5 +1,4 @@
 // C API: versions, errors, unique ids, communicator life cycle.
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -8,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <string>
 #include <thread>
 
@@ -32,9 +33,10 @@ Status newUniqueId(strata_unique_id_t* id) {
   STRATA_CHECK(net::listenOn(&addr, &fd));
   boot::IdContents contents;
   std::memset(&contents, 0, sizeof(contents));
-  if (getrandom(contents.secret, sizeof(contents.secret), 0) != sizeof(contents.secret)) {
+  Status random = security::randomBytes(contents.secret.bytes, sizeof(contents.secret.bytes));
+  if (!random.isOk()) {
     close(fd);
-    return STRATA_ERROR(STRATA_ERR_SYSTEM, "getrandom failed: %s", errnoText(errno).c_str());
+    return random;
   }
   std::memcpy(&contents.root, &addr.storage, addr.len);
   contents.rootLen = addr.len;
@@ -81,7 +83,13 @@ Status initRankNonBlocking(strata_comm_t* comm, int nranks, const strata_unique_
   c->initThread = std::thread([c, config] {
     log::setThreadRank(config.rank);
     std::unique_ptr<Comm> impl;
-    Status s = Comm::create(config, &impl);
+    Status s;
+    // An exception here would end the process (std::terminate): make it the init's error.
+    try {
+      s = Comm::create(config, &impl);
+    } catch (const std::exception& e) {
+      s = makeErrorQuiet(STRATA_ERR_SYSTEM, "non-blocking init failed: %s", e.what());
+    }
     if (!s.isOk()) STRATA_WARN(INIT, "non-blocking init failed: %s", s.message().c_str());
     c->impl = std::move(impl);
     c->initStatus = s;
@@ -164,6 +172,19 @@ strata_result_t finish(const Status& status, strata_comm* comm) {
   return status.code();
 }
 
+strata_result_t escaped() {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    tLastError.clear();  // assigning a message could throw again
+    return STRATA_ERR_SYSTEM;
+  } catch (const std::exception& e) {
+    return finish(STRATA_ERROR(STRATA_ERR_INTERNAL, "unexpected C++ exception: %s", e.what()));
+  } catch (...) {
+    return finish(STRATA_ERROR(STRATA_ERR_INTERNAL, "unexpected C++ exception of unknown type"));
+  }
+}
+
 void reloadSettings() {
   params::reload();
   log::reload();
@@ -176,11 +197,11 @@ using strata::api::finish;
 
 extern "C" {
 
-STRATA_API strata_result_t strata_get_version(int* version) {
+STRATA_API strata_result_t strata_get_version(int* version) try {
   if (!version) return finish(STRATA_INVALID_ARG("version (the output pointer) is NULL"));
   *version = STRATA_VERSION_CODE;
   return STRATA_SUCCESS;
-}
+} STRATA_CATCH_ESCAPES
 
 STRATA_API const char* strata_last_error(void) { return api::tLastError.c_str(); }
 
@@ -199,36 +220,36 @@ STRATA_API const char* strata_comm_last_error(strata_comm_t comm) {
   return copy.c_str();
 }
 
-STRATA_API strata_result_t strata_get_unique_id(strata_unique_id_t* id) {
+STRATA_API strata_result_t strata_get_unique_id(strata_unique_id_t* id) try {
   if (!id) return finish(STRATA_INVALID_ARG("id (the output pointer) is NULL"));
   api::reloadSettings();
   return finish(api::newUniqueId(id));
-}
+} STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_comm_init_rank(strata_comm_t* comm, int nranks,
-                                                 strata_unique_id_t id, int rank) {
+                                                 strata_unique_id_t id, int rank) try {
   api::reloadSettings();
   log::setThreadRank(rank);
   return finish(api::initRank(comm, nranks, id, rank));
-}
+} STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_comm_init_rank_nonblocking(strata_comm_t* comm, int nranks,
-                                                             strata_unique_id_t id, int rank) {
+                                                             strata_unique_id_t id, int rank) try {
   api::reloadSettings();
   return finish(api::initRankNonBlocking(comm, nranks, id, rank));
-}
+} STRATA_CATCH_ESCAPES
 
-STRATA_API strata_result_t strata_comm_init_env(strata_comm_t* comm) {
+STRATA_API strata_result_t strata_comm_init_env(strata_comm_t* comm) try {
   api::reloadSettings();
   return finish(api::initEnv(comm));
-}
+} STRATA_CATCH_ESCAPES
 
-STRATA_API strata_result_t strata_comm_init_world(strata_comm_t* comm) {
+STRATA_API strata_result_t strata_comm_init_world(strata_comm_t* comm) try {
   api::reloadSettings();
   return finish(api::initWorld(comm));
-}
+} STRATA_CATCH_ESCAPES
 
-STRATA_API strata_result_t strata_comm_destroy(strata_comm_t comm) {
+STRATA_API strata_result_t strata_comm_destroy(strata_comm_t comm) try {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
   if (!api::ready(comm).isOk()) {  // a failed non-blocking init: nothing was built
     delete comm;
@@ -241,9 +262,9 @@ STRATA_API strata_result_t strata_comm_destroy(strata_comm_t comm) {
                                     comm->impl->rank(), pending));
   api::releaseComm(comm);
   return STRATA_SUCCESS;
-}
+} STRATA_CATCH_ESCAPES
 
-STRATA_API strata_result_t strata_comm_abort(strata_comm_t comm) {
+STRATA_API strata_result_t strata_comm_abort(strata_comm_t comm) try {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
   if (!api::ready(comm).isOk()) {
     delete comm;
@@ -262,18 +283,18 @@ STRATA_API strata_result_t strata_comm_abort(strata_comm_t comm) {
   }
   api::releaseComm(comm);
   return STRATA_SUCCESS;
-}
+} STRATA_CATCH_ESCAPES
 
-STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank) {
+STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank) try {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
   if (!rank) return finish(STRATA_INVALID_ARG("rank (the output pointer) is NULL"), comm);
   Status s = api::ready(comm);
   if (!s.isOk()) return finish(s, comm);
   *rank = comm->impl->rank();
   return STRATA_SUCCESS;
-}
+} STRATA_CATCH_ESCAPES
 
-STRATA_API strata_result_t strata_comm_peer_transport(strata_comm_t comm, int peer, char* name, size_t len) {
+STRATA_API strata_result_t strata_comm_peer_transport(strata_comm_t comm, int peer, char* name, size_t len) try {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
   if (!name || len == 0) return finish(STRATA_INVALID_ARG("name is NULL or len is 0"), comm);
   Status s = api::ready(comm);
@@ -286,15 +307,15 @@ STRATA_API strata_result_t strata_comm_peer_transport(strata_comm_t comm, int pe
     return finish(STRATA_INVALID_ARG("len %zu is too small for \"%s\"", len, transport), comm);
   std::snprintf(name, len, "%s", transport);
   return STRATA_SUCCESS;
-}
+} STRATA_CATCH_ESCAPES
 
-STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size) {
+STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size) try {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
   if (!size) return finish(STRATA_INVALID_ARG("size (the output pointer) is NULL"), comm);
   Status s = api::ready(comm);
   if (!s.isOk()) return finish(s, comm);
   *size = comm->impl->size();
   return STRATA_SUCCESS;
-}
+} STRATA_CATCH_ESCAPES
 
 }  // extern "C"

@@ -23,12 +23,12 @@ using strata::api::finish;
 
 extern "C" {
 
-STRATA_API strata_result_t strata_group_start(void) {
+STRATA_API strata_result_t strata_group_start(void) try {
   ++strata::api::tDepth;
   return STRATA_SUCCESS;
-}
+} STRATA_CATCH_ESCAPES
 
-STRATA_API strata_result_t strata_group_end(void) {
+STRATA_API strata_result_t strata_group_end(void) try {
   using namespace strata::api;
   if (tDepth == 0)
     return finish(strata::makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
@@ -37,6 +37,6 @@ STRATA_API strata_result_t strata_group_end(void) {
   strata_comm* failed = nullptr;
   strata::Status s = tGroup.issue(&failed);
   return finish(s, failed);
-}
+} STRATA_CATCH_ESCAPES
 
 }  // extern "C"

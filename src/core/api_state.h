@@ -31,6 +31,13 @@ struct strata_comm {
   std::atomic<bool> freed{false};
 };
 
+// Closes an entry point defined with a function-try-block
+// (`strata_result_t strata_x(...) try { ... } STRATA_CATCH_ESCAPES`).
+#define STRATA_CATCH_ESCAPES \
+  catch (...) {              \
+    return strata::api::escaped(); \
+  }
+
 struct strata_request {
   explicit strata_request(strata_comm* c) : comm(c) { comm->liveRequests.fetch_add(1); }
   strata::Request request;
@@ -42,6 +49,11 @@ namespace strata::api {
 // Records a failed call's message (thread's and communicator's) and returns
 // its code; success passes through untouched.
 strata_result_t finish(const Status& status, strata_comm* comm = nullptr);
+
+// What an entry point returns when a C++ exception reached it (out of memory,
+// a thread that could not start): an error code and message, since no
+// exception may unwind into a C caller. Call only from a catch block.
+strata_result_t escaped();
 
 // Re-reads configuration and logging settings: every init entry point calls it.
 void reloadSettings();

@@ -71,7 +71,7 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig) {
     }
     hasSockets_ |= !c.links.pollers.empty();
   }
-  threads_ = std::make_unique<ProgressThreads>(channels_, *this, config_.nthreads, spins_, rank_);
+  STRATA_CHECK(ProgressThreads::start(channels_, *this, config_.nthreads, spins_, rank_, &threads_));
   STRATA_INFO(INIT, "rank %d of %d: %d ranks on this machine's %d cores (%d in its own mask), %d channels, "
               "%lld threads, spin %lld, %lld slots x %lld bytes, reduce isa %s",
               rank_, nranks_, localRanks, local.cores, self.cpusAllowed, nchannels,
@@ -116,8 +116,8 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
     connections_.recv[ch].resize(nranks_);
   }
   for (size_t t = 0; t < transports_.size(); ++t) {
-    ConnectRequest req{bootstrap_.get(),  &hosts,           peersOf[t], bootstrap_->commTag(),
-                       shape_.nchannels, shape_.slotBytes, config_.nslots, &bootstrap_->secret()};
+    ConnectRequest req{bootstrap_.get(), &hosts,           peersOf[t],     bootstrap_->commTag(),
+                       bootstrap_->secret(), shape_.nchannels, shape_.slotBytes, config_.nslots};
     STRATA_CHECK(transports_[t]->connect(req, connections_));
   }
   return Status::ok();

@@ -1,7 +1,11 @@
 #include "env_job.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -9,6 +13,7 @@
 #include <string>
 
 #include "log.h"
+#include "params.h"
 #include "socket.h"
 
 namespace strata::launch {
@@ -24,6 +29,44 @@ Status envInt(const char* name, long minValue, long maxValue, long* out) {
                               text, minValue, maxValue);
   *out = v;
   return Status::ok();
+}
+
+namespace {
+
+// The secret file's contents, trailing whitespace trimmed. Symlinks are
+// followed: orchestrators mount secrets through them.
+Status readSecretFile(const std::string& path, std::string* text) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return STRATA_INVALID_ARG("STRATA_SECRET_FILE='%s' cannot be opened: %s", path.c_str(), errnoText(errno).c_str());
+  struct stat st;
+  if (fstat(fd, &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)))
+    STRATA_WARN(INIT, "STRATA_SECRET_FILE='%s' is readable by other users (mode %o): chmod 600 it", path.c_str(),
+                static_cast<unsigned>(st.st_mode & 07777));
+  char buf[4096];
+  ssize_t n = read(fd, buf, sizeof(buf));
+  close(fd);
+  if (n < 0) return STRATA_INVALID_ARG("STRATA_SECRET_FILE='%s' cannot be read: %s", path.c_str(), errnoText(errno).c_str());
+  text->assign(buf, static_cast<size_t>(n));
+  while (!text->empty() && std::isspace(static_cast<unsigned char>(text->back()))) text->pop_back();
+  return Status::ok();
+}
+
+}  // namespace
+
+Status envSecret(const std::string& published, security::Secret* out, bool* given) {
+  *given = true;
+  if (!params::secret().empty()) return security::secretFromText(params::secret(), "STRATA_SECRET", out);
+  if (!params::secretFile().empty()) {
+    std::string text;
+    STRATA_CHECK(readSecretFile(params::secretFile(), &text));
+    return security::secretFromText(text, ("STRATA_SECRET_FILE='" + params::secretFile() + "'").c_str(), out);
+  }
+  // No secret: derive one from what every rank of this job (and no stray
+  // process of another job) is told, which keeps foreign jobs out but not
+  // an attacker who reads the launcher's variables.
+  *given = false;
+  std::string text = "strata env job|" + published;
+  return security::secretFromText(text, "the launcher's variables", out);
 }
 
 Status envJobConfig(boot::BootstrapConfig* config) {
@@ -44,24 +87,27 @@ Status envJobConfig(boot::BootstrapConfig* config) {
   std::memset(&c.id, 0, sizeof(c.id));
   c.rank = static_cast<int>(rank);
   c.nranks = static_cast<int>(size);
-  // Rank 0 listens on every address of MASTER_ADDR's family, so a hostname
-  // that resolves to another of its addresses still reaches it.
+  bool given = false;
+  std::string job = std::string(masterAddr) + "|" + std::to_string(port) + "|" + std::to_string(size);
+  if (const char* run = std::getenv("TORCHELASTIC_RUN_ID")) job += std::string("|") + run;
+  STRATA_CHECK(envSecret(job, &c.id.secret, &given));
+  // With a secret, rank 0 listens on every address of MASTER_ADDR's family,
+  // so a hostname that resolves to another of its addresses still reaches
+  // it. Without one, it shows itself no further than it must.
   SockAddr bindAddr = master;
-  if (rank == 0) {
+  if (rank == 0 && given) {
     const char* any = master.get()->sa_family == AF_INET6 ? "::" : "0.0.0.0";
     STRATA_CHECK(net::resolve(any, static_cast<int>(port), &bindAddr));
   }
+  if (!given)
+    STRATA_WARN(INIT,
+                "no STRATA_SECRET or STRATA_SECRET_FILE: any process that reaches MASTER_ADDR:MASTER_PORT (%s) "
+                "or this job's data ports can join it or inject data, since the secret is derived from what "
+                "the launcher publishes. To close it, give every rank the same random secret, e.g. "
+                "export STRATA_SECRET=$(openssl rand -hex 16) before launching%s",
+                toString(master).c_str(), rank == 0 ? "; rank 0 listens only on MASTER_ADDR's address" : "");
   std::memcpy(&c.id.root, &bindAddr.storage, bindAddr.len);
   c.id.rootLen = bindAddr.len;
-  // Launchers pass no secret: derive one from what every rank of this job
-  // (and no stray process) is told, so at least foreign jobs are kept out.
-  std::string job = std::string(masterAddr) + "|" + std::to_string(port) + "|" + std::to_string(size);
-  if (const char* run = std::getenv("TORCHELASTIC_RUN_ID")) job += std::string("|") + run;
-  uint64_t h[2] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
-  for (char ch : job)
-    for (uint64_t& x : h) x = (x ^ static_cast<uint8_t>(ch)) * 0x100000001b3ull;
-  static_assert(sizeof(h) == boot::kSecretBytes, "two 64-bit hashes fill the secret");
-  std::memcpy(c.id.secret, h, sizeof(h));
   STRATA_INFO(INIT, "env init: rank %ld of %ld (local rank %ld), master %s", rank, size, localRank,
               toString(master).c_str());
   *config = c;

@@ -3,6 +3,8 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 namespace strata {
 namespace {
 
@@ -12,7 +14,14 @@ uint32_t toEpoll(short events) {
 
 }  // namespace
 
-EpollSet::EpollSet() : ep_(epoll_create1(EPOLL_CLOEXEC)) {}
+Status EpollSet::open() {
+  ep_ = epoll_create1(EPOLL_CLOEXEC);
+  if (ep_ >= 0) return Status::ok();
+  const int err = errno;
+  return STRATA_ERROR(STRATA_ERR_SYSTEM, "epoll_create1() for a progress thread failed: %s%s",
+                      errnoText(err).c_str(),
+                      err == EMFILE || err == ENFILE ? " (out of file descriptors: raise ulimit -n)" : "");
+}
 
 EpollSet::~EpollSet() {
   if (ep_ >= 0) close(ep_);

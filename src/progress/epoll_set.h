@@ -12,15 +12,19 @@
 #include <unordered_map>
 #include <vector>
 
+#include "status.h"
+
 namespace strata {
 
 class EpollSet {
  public:
-  EpollSet();
+  EpollSet() = default;
   ~EpollSet();
   EpollSet(const EpollSet&) = delete;
   EpollSet& operator=(const EpollSet&) = delete;
 
+  // Creates the epoll instance; before any other call.
+  Status open();
   // Makes `wanted` (poll-style events per descriptor) the registered set.
   void update(const std::vector<pollfd>& wanted);
   // Sleeps until a descriptor of the set is ready or timeoutMs passes; true
@@ -28,7 +32,7 @@ class EpollSet {
   bool wait(int timeoutMs, int fd);
 
  private:
-  int ep_;
+  int ep_ = -1;
   std::unordered_map<int, uint32_t> registered_;  // fd -> epoll events
   std::unordered_map<int, uint32_t> scratch_;
 };

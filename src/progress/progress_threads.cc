@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 
-#include "epoll_set.h"
 #include "log.h"
 #include "wait_policy.h"
 
@@ -30,12 +30,34 @@ ProgressThreads::ProgressThreads(std::vector<Channel>& channels, FailureSink& co
       comm_(comm),
       nthreads_(nthreads),
       spins_(spins),
-      rank_(rank) {
-  for (int i = 0; i < nthreads; ++i) wakeFds_.push_back(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  for (int i = 0; i < nthreads; ++i) threads_.emplace_back([this, i] {
-    log::setThreadRank(rank_);
-    run(i);
+      rank_(rank) {}
+
+Status ProgressThreads::start(std::vector<Channel>& channels, FailureSink& comm, int nthreads, int64_t spins,
+                              int rank, std::unique_ptr<ProgressThreads>* out) {
+  std::unique_ptr<ProgressThreads> threads(new ProgressThreads(channels, comm, nthreads, spins, rank));
+  STRATA_CHECK(threads->openDescriptors());
+  for (int i = 0; i < nthreads; ++i) threads->threads_.emplace_back([t = threads.get(), i] {
+    log::setThreadRank(t->rank_);
+    t->run(i);
   });
+  *out = std::move(threads);
+  return Status::ok();
+}
+
+Status ProgressThreads::openDescriptors() {
+  for (int i = 0; i < nthreads_; ++i) {
+    const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0) {
+      const int err = errno;
+      return STRATA_ERROR(STRATA_ERR_SYSTEM, "eventfd() for progress thread %d of %d failed: %s%s", i, nthreads_,
+                          errnoText(err).c_str(),
+                          err == EMFILE || err == ENFILE ? " (out of file descriptors: raise ulimit -n)" : "");
+    }
+    wakeFds_.push_back(fd);
+    sleepers_.push_back(std::make_unique<EpollSet>());
+    STRATA_CHECK(sleepers_.back()->open());
+  }
+  return Status::ok();
 }
 
 ProgressThreads::~ProgressThreads() {
@@ -57,7 +79,7 @@ void ProgressThreads::run(int index) {
   const int wakeFd = wakeFds_[index];
   int64_t idlePolls = 0;
   SleepSet sleep;
-  EpollSet sleeper;
+  EpollSet& sleeper = *sleepers_[index];
   while (!stop_.load(std::memory_order_acquire)) {
     bool pending = false;
     bool progressed = false;

@@ -9,21 +9,29 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "channel.h"
+#include "epoll_set.h"
+#include "status.h"
 
 namespace strata {
 
 class ProgressThreads {
  public:
-  ProgressThreads(std::vector<Channel>& channels, FailureSink& comm, int nthreads, int64_t spins,
-                  int rank);
+  // Opens every thread's descriptors, then starts the threads: a process
+  // out of descriptors gets an error from communicator creation, not a
+  // thread that cannot sleep or be woken.
+  static Status start(std::vector<Channel>& channels, FailureSink& comm, int nthreads, int64_t spins, int rank,
+                      std::unique_ptr<ProgressThreads>* out);
   ~ProgressThreads();  // stops and joins
   void wake();
 
  private:
+  ProgressThreads(std::vector<Channel>& channels, FailureSink& comm, int nthreads, int64_t spins, int rank);
+  Status openDescriptors();
   void run(int index);
 
   std::vector<Channel>& channels_;
@@ -32,6 +40,7 @@ class ProgressThreads {
   int64_t spins_;
   int rank_;
   std::vector<int> wakeFds_;  // one eventfd per thread: submissions and shutdown
+  std::vector<std::unique_ptr<EpollSet>> sleepers_;  // one per thread: what it sleeps on
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
 };

@@ -1,8 +1,10 @@
 #include "log.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "params.h"
+#include "status.h"
 
 namespace strata::log {
 
@@ -76,6 +79,23 @@ std::string expandPath(const std::string& pattern) {
   return out;
 }
 
+// Opens STRATA_DEBUG_FILE for appending, or says on stderr why not. The path
+// is often in a shared directory such as /tmp, where another user can plant
+// a symbolic link under the expected name to have us append our log to (or
+// create) a file of their choosing: the last component is never followed.
+// A file we create is readable by us alone.
+FILE* openDebugFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  FILE* f = fd >= 0 ? fdopen(fd, "a") : nullptr;
+  if (f) return f;
+  const int err = errno;
+  if (fd >= 0) close(fd);
+  fprintf(stderr, "%s:%d:%d [INIT] WARN log.cc:%d STRATA_DEBUG_FILE %s cannot be opened: %s%s; logging to stderr\n",
+          gHost, static_cast<int>(getpid()), tRank, __LINE__, path.c_str(), errnoText(err).c_str(),
+          err == ELOOP ? " (it is a symbolic link, which strata does not follow: name the file itself)" : "");
+  return nullptr;
+}
+
 void ensureRead() {
   if (gLevel.load(std::memory_order_acquire) < 0) reload();
 }
@@ -89,8 +109,7 @@ void reload() {
   gOut = stderr;
   const std::string& file = params::debugFile();
   if (!file.empty()) {
-    FILE* f = fopen(expandPath(file).c_str(), "a");
-    if (f) gOut = f;
+    if (FILE* f = openDebugFile(expandPath(file))) gOut = f;
   }
   gMask.store(parseMask(params::debugSubsys()), std::memory_order_relaxed);
   gLevel.store(static_cast<int>(parseLevel(params::debug())), std::memory_order_release);

@@ -117,8 +117,31 @@ Status listenOn(SockAddr* addr, int* fd, const char* inUseHint) {
   return Status::ok();
 }
 
+namespace {
+
+// One connection attempt that gives up at the deadline: a blocking connect()
+// waits out the kernel's SYN retries (about two minutes) towards an address
+// that drops packets or a listener whose backlog is full, whatever the
+// deadline says. Returns 0 once connected, with the socket blocking again
+// (callers use it that way), else the errno (ETIMEDOUT at the deadline).
+int connectBefore(int s, const SockAddr& addr, double deadline) {
+  const int flags = fcntl(s, F_GETFL);
+  if (flags < 0 || fcntl(s, F_SETFL, flags | O_NONBLOCK) != 0) return errno;
+  int err = connect(s, addr.get(), addr.len) == 0 ? 0 : errno;
+  // EINTR leaves a non-blocking connect going on in the background, as EINPROGRESS.
+  if (err == EINPROGRESS || err == EINTR) {
+    if (!waitFor(s, POLLOUT, deadline)) return ETIMEDOUT;
+    socklen_t len = sizeof(err);
+    if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  }
+  if (err == 0 && fcntl(s, F_SETFL, flags) != 0) err = errno;
+  return err;
+}
+
+}  // namespace
+
 Status connectTo(const SockAddr& addr, double deadline, const char* peer, int* fd) {
-  int lastErr = 0;
+  int lastErr = ETIMEDOUT;
   double pause = 0.001;
   while (nowSeconds() < deadline) {
     int s = socket(addr.get()->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -126,20 +149,22 @@ Status connectTo(const SockAddr& addr, double deadline, const char* peer, int* f
       int err = errno;
       return STRATA_ERROR(STRATA_ERR_SYSTEM, "socket() failed: %s", errnoText(err).c_str());
     }
-    if (connect(s, addr.get(), addr.len) == 0) {
+    lastErr = connectBefore(s, addr, deadline);
+    if (lastErr == 0) {
       int one = 1;
       setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       *fd = s;
       return Status::ok();
     }
-    lastErr = errno;
     close(s);
     // Refused or unreachable: the peer may simply not be listening yet.
-    std::this_thread::sleep_for(std::chrono::duration<double>(pause));
+    const double left = deadline - nowSeconds();
+    if (left <= 0) break;
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(pause, left)));
     pause = std::min(pause * 2, 0.1);
   }
   return STRATA_ERROR(STRATA_ERR_TIMEOUT,
-                      "cannot reach %s at %s before STRATA_TIMEOUT (%.0f s): %s; is it running, "
+                      "cannot reach %s at %s before the deadline (STRATA_TIMEOUT, %.0f s): %s; is it running, "
                       "and is that address reachable from this host?",
                       peer, toString(addr).c_str(), params::timeout(), errnoText(lastErr).c_str());
 }

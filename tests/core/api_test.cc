@@ -13,11 +13,10 @@
 #include <string>
 
 #include "multiproc.h"
+#include "process_tools.h"
 
 namespace strata::test {
 namespace {
-
-bool mentions(const char* message, const char* word) { return message && std::strstr(message, word) != nullptr; }
 
 TEST(Api, ResultStringsVersionAndSizes) {
   std::set<std::string> seen;

@@ -21,13 +21,10 @@
 #include <vector>
 
 #include "multiproc.h"
+#include "process_tools.h"
 
 namespace strata::test {
 namespace {
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 std::set<std::string> shmSegments() {
   std::set<std::string> names;
@@ -38,27 +35,6 @@ std::set<std::string> shmSegments() {
   }
   return names;
 }
-
-// A page shared by the test process and every rank it forks.
-template <typename T>
-T* sharedPage() {
-  void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  return new (p) T();
-}
-
-int freePort() {
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  close(s);
-  return ntohs(a.sin_port);
-}
-
-bool mentions(const char* message, const char* word) { return std::strstr(message, word) != nullptr; }
 
 constexpr double kTimeout = 4;  // STRATA_TIMEOUT in the fault tests
 
@@ -254,7 +230,7 @@ TEST(Bootstrap, IntrudersAreDroppedAndTheJobCompletes) {
       strata_comm_t comm;
       strata_result_t rc = strata_comm_init_env(&comm);
       if (rc != STRATA_ERR_INVALID_USAGE) rep.fail("foreign rank got %s: %s", strata_result_string(rc), strata_last_error());
-      else if (!mentions(strata_last_error(), "rejected")) rep.fail("message '%s'", strata_last_error());
+      else if (!mentions(strata_last_error(), "does not hold this job's secret")) rep.fail("message '%s'", strata_last_error());
       return;
     }
     setenv("RANK", std::to_string(rank).c_str(), 1);
@@ -294,6 +270,32 @@ TEST(Bootstrap, WrongWorldSizeAndDuplicateRankAreRefused) {
     if (x != 6) rep.fail("sum %d", x);
     strata_comm_destroy(comm);
   }, {{"STRATA_TIMEOUT", "10"}});
+  expectAllPassed(outcomes);
+}
+
+TEST(Bootstrap, TlsOnSomeRanksOnlyIsAClearError) {
+  // A 3-rank job under STRATA_TLS=1; before rank 2 joins, process 3 tries as
+  // rank 2 without TLS: it is told at once to set STRATA_TLS alike, and the
+  // job goes on to complete over TLS.
+  auto outcomes = runRanks(4, 60, [](int rank, int, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm;
+    if (rank == 3) {
+      setenv("STRATA_TLS", "0", 1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      const double start = now();
+      strata_result_t rc = strata_comm_init_rank(&comm, 3, id, 2);
+      if (rc != STRATA_ERR_INVALID_USAGE || !mentions(strata_last_error(), "set STRATA_TLS alike"))
+        rep.fail("plain rank: %s: %s", strata_result_string(rc), strata_last_error());
+      if (now() - start > 2) rep.fail("refused after %.2f s, not at once", now() - start);
+      return;
+    }
+    if (rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    if (!rep.ok(strata_comm_init_rank(&comm, 3, id, rank), nullptr, "init")) return;
+    int x = rank + 1;
+    rep.ok(strata_allreduce(&x, &x, 1, STRATA_INT32, STRATA_SUM, comm), comm, "allreduce");
+    if (x != 6) rep.fail("sum %d", x);
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "10"}, {"STRATA_TLS", "1"}});
   expectAllPassed(outcomes);
 }
 

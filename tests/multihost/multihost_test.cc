@@ -19,6 +19,7 @@
 
 #include "collective_checks.h"
 #include "multiproc.h"
+#include "process_tools.h"
 #include "reference.h"
 #include "test_network.h"
 
@@ -26,16 +27,6 @@ namespace strata::test {
 namespace {
 
 constexpr const char* kPort = "29500";  // free: the namespaces are new
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-template <typename T>
-T* sharedPage() {
-  void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  return new (p) T();
-}
 
 #define SKIP_UNLESS_SUPPORTED()                                   \
   do {                                                            \

@@ -236,6 +236,20 @@ TEST(Plans, MismatchedOperationIsReported) {
   EXPECT_GE(mismatches, 1);
 }
 
+TEST(Plans, ForeignDescStaysInsideItsEnums) {
+  // A peer's tag may carry any bits (found by tests/fuzz/tcp_frame_fuzz: an
+  // op of 15 loaded into strata_op_t, whose values stop at 4).
+  const OpDesc d = OpDesc::unpack(~uint64_t(0));
+  EXPECT_EQ(d.datatype, STRATA_NUM_DATATYPES);
+  EXPECT_EQ(d.op, STRATA_NUM_OPS);
+  EXPECT_EQ(d.describe(), "unknown-operation(count=281474976710655, invalid)");
+  const OpDesc honest{Coll::Reduce, STRATA_BFLOAT16, STRATA_AVG, 7};
+  const OpDesc back = OpDesc::unpack(honest.pack());
+  EXPECT_EQ(back.datatype, STRATA_BFLOAT16);
+  EXPECT_EQ(back.op, STRATA_AVG);
+  EXPECT_EQ(back.describe(), "reduce(count=7, bfloat16, avg)");
+}
+
 TEST(Plans, SelectionFollowsTheModelAndOverrides) {
   const Layout twoByTwo = Layout::blocks(4, 2);
   PlanShape shape{0, 4, 2, 262144, 4, &twoByTwo};

@@ -64,6 +64,13 @@ TEST(Describe, JsonQuote) {
   EXPECT_EQ(jsonQuote("a\"b\\c\nd\x01"), "\"a\\\"b\\\\c\\u000ad\\u0001\"");
   EXPECT_EQ(jsonQuote("h\xc3\xa9"), "\"h\xc3\xa9\"");         // UTF-8 stays
   EXPECT_EQ(jsonQuote("h\xff\xc3"), "\"h\\ufffd\\ufffd\"");   // stray bytes do not
+  // Nor do sequences that are not well-formed UTF-8 (found by tests/fuzz/host_info_fuzz):
+  // overlong forms, surrogates, code points past U+10FFFF.
+  EXPECT_EQ(jsonQuote("\xc0\x80"), "\"\\ufffd\\ufffd\"");
+  EXPECT_EQ(jsonQuote("\xe0\x80\x80"), "\"\\ufffd\\ufffd\\ufffd\"");
+  EXPECT_EQ(jsonQuote("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");
+  EXPECT_EQ(jsonQuote("\xf4\x90\x80\x80"), "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");
+  EXPECT_EQ(jsonQuote("\xed\x9f\xbf\xf4\x8f\xbf\xbf"), "\"\xed\x9f\xbf\xf4\x8f\xbf\xbf\"");  // the last ones that are
 }
 
 TEST(Describe, JsonParses) {

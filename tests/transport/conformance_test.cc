@@ -18,7 +18,10 @@
 #include <vector>
 
 #include "clock.h"
+#include "handshake_wire.h"
 #include "pair_end.h"
+#include "socket.h"
+#include "socket_mesh.h"
 
 namespace strata::test {
 namespace {
@@ -595,6 +598,57 @@ TEST_P(Conformance, FlushedCoversEveryMessage) {
 // (addPollFds), as a channel's waiting thread does: they turn ready when a
 // message comes, well before the poll's 2 s timeout. Connectors that list
 // none are polled in a loop instead.
+// An attacker who saw the out-of-band traffic (rank 1's data port and the
+// communicator's tag cross it in the clear) connects to rank 1 as rank 0
+// before rank 0 does: once with the hello of earlier strata versions, which
+// the tag alone made good, and once with a well-formed handshake whose
+// proof it cannot compute. Both are refused, and rank 0's own connection
+// carries the exchange intact. Only transports with a data port to attack.
+void strangerAtDataPort(uint64_t purpose, const void* all, size_t bytes, uint64_t commTag, Reporter& rep) {
+  if (bytes != 2 * sizeof(sockets::ListenRecord)) return;
+  SockAddr port;
+  if (!sockets::decodeListenRecord(static_cast<const sockets::ListenRecord*>(all)[1], 1, &port).isOk()) return;
+  // Held open for the whole case: the strangers never leave on their own.
+  static std::vector<int> strangers;
+  const double deadline = nowSeconds() + 10;
+  int oldStyle = -1, forger = -1;
+  if (!net::connectTo(port, deadline, "rank 1's data port", &oldStyle).isOk() ||
+      !net::connectTo(port, deadline, "rank 1's data port", &forger).isOk())
+    return rep.fail("cannot reach rank 1's data port");
+  strangers.insert(strangers.end(), {oldStyle, forger});
+  const uint64_t oldHello[4] = {purpose, commTag, 0 /* rank 0, index 0 */, 1 /* one per peer */};
+  (void)!send(oldStyle, oldHello, sizeof(oldHello), MSG_NOSIGNAL);
+  security::ClientHello hello;
+  std::memset(&hello, 0, sizeof(hello));
+  hello.magic = security::kHandshakeMagic;
+  hello.version = security::kHandshakeVersion;
+  hello.claim = security::Claim{purpose, commTag, 0, 1, 0, 1, 0, 0};
+  security::ServerProof answer;
+  if (!net::sendAll(forger, &hello, sizeof(hello), deadline, "rank 1").isOk() ||
+      !net::recvAll(forger, &answer, sizeof(answer), deadline, "rank 1").isOk())
+    return rep.fail("rank 1 did not answer a well-formed hello");
+  security::ClientProof forged;
+  forged.mac.fill(0x5a);
+  (void)!send(forger, &forged, sizeof(forged), MSG_NOSIGNAL);
+  char byte;
+  if (net::recvAll(forger, &byte, 1, deadline, "rank 1").code() != STRATA_ERR_REMOTE)
+    rep.fail("rank 1 kept a connection whose proof was forged");
+}
+
+TEST_P(Conformance, StrangerWithTheRightTagIsRefused) {
+  const std::string transport = name();
+  // The tcp and ib transports' handshake purposes ("TCPHELLO", "IBBHELLO").
+  const uint64_t purpose = transport == "tcp" ? 0x4f4c4c4548504354ull : transport == "ib" ? 0x4f4c4c4548424249ull : 0;
+  if (purpose == 0) GTEST_SKIP() << transport << " listens on no data port of its own";
+  PairOptions options;
+  options.eavesdropper = [purpose](int rank, const void* all, size_t bytes, uint64_t commTag, Reporter& rep) {
+    if (rank == 0) strangerAtDataPort(purpose, all, bytes, commTag, rep);
+  };
+  run([](PairEnd& end, Reporter& rep) {
+    exchange(end, rep, 64, [&end](uint64_t m, int) { return boundarySize(m, end.slotBytes()); });
+  }, {Ends::Passed, Ends::Passed}, options);
+}
+
 TEST_P(Conformance, ReceiverCanSleepOnPollFds) {
   run([](PairEnd& end, Reporter& rep) {
     const int rounds = 5;

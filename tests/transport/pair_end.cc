@@ -55,28 +55,23 @@ std::unique_ptr<PairEnd> PairEnd::connect(const std::string& transport, std::uni
     return nullptr;
   }
 
-  // Rank 0's tag names the pair's resources (shm segments) on both ranks.
-  const uint64_t mine = std::random_device{}() * 0x100000001ull ^ static_cast<uint64_t>(getpid());
-  uint64_t tags[2];
-  s = end->oob_->allgather(&mine, tags, sizeof(mine));
+  // Rank 0's tag names the pair's resources (shm segments) on both ranks,
+  // and its secret is the one their connections prove.
+  struct Shared {
+    uint64_t tag;
+    security::Secret secret;
+  } mine, shared[2];
+  mine.tag = std::random_device{}() * 0x100000001ull ^ static_cast<uint64_t>(getpid());
+  s = security::randomBytes(mine.secret.bytes, sizeof(mine.secret.bytes));
+  if (s.isOk()) s = end->oob_->allgather(&mine, shared, sizeof(mine));
   if (!s.isOk()) {
-    rep.fail("rank %d: exchanging tags: %s", me, describe(s).c_str());
+    rep.fail("rank %d: exchanging the tag and secret: %s", me, describe(s).c_str());
     return nullptr;
   }
-  // The job's secret, as a unique id would carry it: rank 0's.
-  security::Secret secrets[2];
-  security::Secret mineSecret;
-  s = security::randomBytes(mineSecret.bytes, sizeof(mineSecret.bytes));
-  if (s.isOk()) s = end->oob_->allgather(&mineSecret, secrets, sizeof(mineSecret));
-  if (!s.isOk()) {
-    rep.fail("rank %d: exchanging the secret: %s", me, describe(s).c_str());
-    return nullptr;
-  }
-  end->secret_ = secrets[0];
   end->hosts_ = hosts;
   end->transport_ = chosen;
-  const ConnectRequest req{end->oob_.get(), &end->hosts_, {peer}, tags[0], options.nchannels, options.slotBytes,
-                           options.nslots, &end->secret_};
+  const ConnectRequest req{end->oob_.get(),  &end->hosts_,     {peer},        shared[0].tag,
+                           shared[0].secret, options.nchannels, options.slotBytes, options.nslots};
   Connections& c = end->connections_;
   c.send.resize(options.nchannels);
   c.recv.resize(options.nchannels);
@@ -84,7 +79,10 @@ std::unique_ptr<PairEnd> PairEnd::connect(const std::string& transport, std::uni
     c.send[ch].resize(2);
     c.recv[ch].resize(2);
   }
+  if (options.eavesdropper)
+    end->oob_->watch([&](const void* all, size_t bytes) { options.eavesdropper(me, all, bytes, req.commTag, rep); });
   s = chosen->connect(req, c);
+  end->oob_->watch(nullptr);
   if (!s.isOk()) {
     rep.fail("rank %d: %s connect() failed: %s", me, transport.c_str(), describe(s).c_str());
     return nullptr;

@@ -18,7 +18,6 @@
 #include "message_pattern.h"
 #include "multiproc.h"
 #include "pair_oob.h"
-#include "secret.h"
 #include "transport.h"
 
 namespace strata::test {
@@ -34,6 +33,9 @@ struct PairOptions {
   int nchannels = 1;
   size_t slotBytes = 64 << 10;
   int nslots = 4;
+  // Called on each rank with every allgather's result while the transport
+  // connects, and the communicator tag: what an attacker on the path learns.
+  std::function<void(int rank, const void* all, size_t bytes, uint64_t commTag, Reporter& rep)> eavesdropper;
 };
 
 class PairEnd {
@@ -111,7 +113,6 @@ class PairEnd {
   std::unique_ptr<PairOob> oob_;
   PairOptions options_;
   std::vector<topo::HostInfo> hosts_;  // connect()'s request points here
-  security::Secret secret_{};          // rank 0's, for both; keys STRATA_TLS
   std::vector<std::unique_ptr<Transport>> transports_;
   Transport* transport_ = nullptr;  // the one under test, among transports_
   Connections connections_;

@@ -52,7 +52,9 @@ Status PairOob::allgather(const void* in, void* out, size_t bytes) {
   const size_t early = std::min(bytes, inbox_.size());
   std::memcpy(theirs, inbox_.data(), early);
   inbox_.erase(0, early);
-  return net::recvAll(fd_, theirs + early, bytes - early, deadline, "the other rank");
+  STRATA_CHECK(net::recvAll(fd_, theirs + early, bytes - early, deadline, "the other rank"));
+  if (watcher_) watcher_(out, 2 * bytes);
+  return Status::ok();
 }
 
 Status PairOob::barrier() {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,11 @@ class PairOob final : public OutOfBand {
   Status allgather(const void* in, void* out, size_t bytes) override;
   Status barrier() override;
 
+  // Shows every allgather's result to `watcher` (none: nullptr), as an
+  // eavesdropper on the out-of-band network would see it.
+  using Watcher = std::function<void(const void* all, size_t bytes)>;
+  void watch(Watcher watcher) { watcher_ = std::move(watcher); }
+
   // A word for the peer; the socket's buffer takes it at once.
   Status post(uint64_t word);
   // The peer's next word, if it has arrived (never waits).
@@ -44,6 +50,7 @@ class PairOob final : public OutOfBand {
   int rank_;
   std::string inbox_;  // bytes read ahead of poll()
   bool closed_ = false;
+  Watcher watcher_;
 };
 
 }  // namespace strata::test

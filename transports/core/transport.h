@@ -10,10 +10,7 @@
 #include "connector.h"
 #include "host.h"
 #include "oob.h"
-
-namespace strata::security {
-struct Secret;
-}
+#include "secret.h"
 
 namespace strata {
 
@@ -22,11 +19,10 @@ struct ConnectRequest {
   const std::vector<topo::HostInfo>* hosts;  // every rank's, indexed by rank
   std::vector<int> peers;                    // ranks this transport must connect, both ways
   uint64_t commTag;                          // unique per communicator (names resources)
+  security::Secret secret;                   // the job's: every connection must prove it (and keys TLS)
   int nchannels;
   size_t slotBytes;
   int nslots;
-  // The job's secret, which keys STRATA_TLS's sessions (tcp).
-  const security::Secret* secret = nullptr;
 };
 
 // Connectors by [channel][peer rank]; null where no connection exists.

@@ -72,8 +72,10 @@ Link::~Link() {
   if (cq_) ibv_destroy_cq(cq_);
   if (events_) ibv_destroy_comp_channel(events_);
   if (readyFd_ >= 0) close(readyFd_);
-  if (mr_) ibv_dereg_mr(mr_);
-  std::free(memory_);
+  if (remoteMr_) ibv_dereg_mr(remoteMr_);
+  if (localMr_) ibv_dereg_mr(localMr_);
+  std::free(remote_);
+  std::free(local_);
 }
 
 void Link::failWith(const char* what, int err) {
@@ -81,18 +83,31 @@ void Link::failWith(const char* what, int err) {
                            errnoText(err).c_str()));
 }
 
+Status Link::registerRegion(size_t bytes, int access, const char* what, char** memory, ibv_mr** mr) {
+  if (posix_memalign(reinterpret_cast<void**>(memory), 4096, bytes) != 0)
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: out of memory for the %zu bytes of the %s", bytes, what);
+  std::memset(*memory, 0, bytes);
+  *mr = ibv_reg_mr(device_.pd(), *memory, bytes, access);
+  if (!*mr) {
+    const int err = errno;
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: ibv_reg_mr of the %zu bytes of the %s failed: %s%s", bytes, what,
+                        errnoText(err).c_str(), err == ENOMEM ? " (raise ulimit -l: RDMA pins memory)" : "");
+  }
+  return Status::ok();
+}
+
 Status Link::init() {
-  const size_t fifos = 2 * static_cast<size_t>(config_.nslots) * stride_;
-  const size_t memoryBytes = fifos + 64 + sqDepth_ * sizeof(uint64_t);
-  if (posix_memalign(reinterpret_cast<void**>(&memory_), 4096, memoryBytes) != 0)
-    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: out of memory for %zu bytes of FIFOs", memoryBytes);
-  std::memset(memory_, 0, memoryBytes);
-  creditIn_ = reinterpret_cast<volatile uint64_t*>(memory_ + fifos);
-  creditOut_ = reinterpret_cast<uint64_t*>(memory_ + fifos + 64);
-  mr_ = ibv_reg_mr(device_.pd(), memory_, memoryBytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-  if (!mr_)
-    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: ibv_reg_mr of %zu bytes failed: %s%s", memoryBytes,
-                        errnoText(errno).c_str(), errno == ENOMEM ? " (raise ulimit -l: RDMA pins memory)" : "");
+  // Two registrations: the peer may write only into what it must (the
+  // receive FIFO and the credit word, whose key it is given); the send FIFO
+  // and the credit values, which only this end's adapter reads, are
+  // registered for local access alone, so no key a peer holds reaches them.
+  const size_t fifo = static_cast<size_t>(config_.nslots) * stride_;
+  STRATA_CHECK(registerRegion(fifo + sqDepth_ * sizeof(uint64_t), IBV_ACCESS_LOCAL_WRITE, "send FIFO", &local_,
+                              &localMr_));
+  creditOut_ = reinterpret_cast<uint64_t*>(local_ + fifo);
+  STRATA_CHECK(registerRegion(fifo + 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "receive FIFO", &remote_,
+                              &remoteMr_));
+  creditIn_ = reinterpret_cast<volatile uint64_t*>(remote_ + fifo);
   const int cqe = config_.nqps * static_cast<int>(sqDepth_ + config_.nslots) + 16;
   events_ = ibv_create_comp_channel(device_.context());
   if (!events_)
@@ -102,7 +117,11 @@ Status Link::init() {
     return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: fcntl(O_NONBLOCK) on the event channel failed: %s",
                         errnoText(errno).c_str());
   readyFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (readyFd_ < 0) return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: eventfd failed: %s", errnoText(errno).c_str());
+  if (readyFd_ < 0) {
+    const int err = errno;
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: eventfd() failed: %s%s", errnoText(err).c_str(),
+                        err == EMFILE || err == ENFILE ? " (out of file descriptors: raise ulimit -n)" : "");
+  }
   cq_ = ibv_create_cq(device_.context(), cqe, nullptr, events_, 0);
   if (!cq_) return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: ibv_create_cq(%d) failed: %s", cqe, errnoText(errno).c_str());
   qps_.resize(config_.nqps);
@@ -141,9 +160,9 @@ LinkCard Link::card() const {
   c.mtu = static_cast<uint16_t>(device_.mtu());
   c.nslots = static_cast<uint32_t>(config_.nslots);
   c.stride = stride_;
-  c.ringAddr = reinterpret_cast<uint64_t>(memory_ + config_.nslots * stride_);
+  c.ringAddr = reinterpret_cast<uint64_t>(remote_);
   c.creditAddr = reinterpret_cast<uint64_t>(creditIn_);
-  c.rkey = mr_->rkey;
+  c.rkey = remoteMr_->rkey;
   return c;
 }
 
@@ -238,7 +257,7 @@ bool Link::postCredit(bool signal) {
   if (!room(q)) return false;
   uint64_t& value = creditOut_[q.posted % sqDepth_];
   value = released_;
-  ibv_sge sge{reinterpret_cast<uint64_t>(&value), sizeof(value), mr_->lkey};
+  ibv_sge sge{reinterpret_cast<uint64_t>(&value), sizeof(value), localMr_->lkey};
   post(0, kCredit, &sge, 1, peer_.creditAddr, peer_.rkey, false, 0, signal);
   return true;
 }
@@ -260,12 +279,12 @@ void Link::send(const void* data, size_t bytes, const SlotTag& tag) {
   uint32_t lkey = 0;
   if (data && bytes > 0 && config_.zeroCopy) lkey = cache_.lookup(data, bytes, tag.seq, flushed());
   if (lkey) {
-    ibv_sge sges[2] = {{reinterpret_cast<uint64_t>(slot), static_cast<uint32_t>(kHeaderBytes), mr_->lkey},
+    ibv_sge sges[2] = {{reinterpret_cast<uint64_t>(slot), static_cast<uint32_t>(kHeaderBytes), localMr_->lkey},
                        {reinterpret_cast<uint64_t>(data), static_cast<uint32_t>(bytes), lkey}};
     if (post(qi, kZeroCopy, sges, 2, remote, peer_.rkey, true, immData, true)) ++zeroCopyPosted_;
   } else {
     if (data && bytes > 0) std::memcpy(slot + kHeaderBytes, data, bytes);
-    ibv_sge sge{reinterpret_cast<uint64_t>(slot), static_cast<uint32_t>(kHeaderBytes + bytes), mr_->lkey};
+    ibv_sge sge{reinterpret_cast<uint64_t>(slot), static_cast<uint32_t>(kHeaderBytes + bytes), localMr_->lkey};
     post(qi, kSlot, &sge, 1, remote, peer_.rkey, true, immData, false);
   }
   ++published_;

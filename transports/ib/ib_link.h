@@ -54,7 +54,7 @@ struct LinkCard {
   uint64_t stride;  // bytes from one slot to the next
   uint64_t ringAddr;
   uint64_t creditAddr;
-  uint32_t rkey;  // one registration holds the FIFO and the credit word
+  uint32_t rkey;  // of the one registration the peer may write: the FIFO and the credit word
   uint32_t pad;
 };
 
@@ -111,8 +111,10 @@ class Link {
     uint64_t posted = 0;   // work requests posted to the send queue
     uint64_t retired = 0;  // of those, known complete
   };
-  char* sendSlot(uint64_t k) { return memory_ + (k % config_.nslots) * stride_; }
-  char* recvSlot(uint64_t k) { return memory_ + (config_.nslots + k % config_.nslots) * stride_; }
+  char* sendSlot(uint64_t k) { return local_ + (k % config_.nslots) * stride_; }
+  char* recvSlot(uint64_t k) { return remote_ + (k % config_.nslots) * stride_; }
+  // Allocates and registers `bytes` (zeroed) with `access`; `what` names it in errors.
+  Status registerRegion(size_t bytes, int access, const char* what, char** memory, ibv_mr** mr);
   bool room(const Qp& q) const { return q.posted - q.retired + 1 < sqDepth_; }
   // Posts one RDMA write on queue pair `qi`; false (and the link failed) on error.
   bool post(int qi, int kind, ibv_sge* sges, int nsge, uint64_t remote, uint32_t rkey, bool imm, uint32_t immData,
@@ -136,8 +138,10 @@ class Link {
   std::vector<ibv_wc> early_;  // reaped by armForSleep, handled by poll
   int readyFd_ = -1;           // eventfd, readable while early_ is not empty
   std::vector<Qp> qps_;
-  char* memory_ = nullptr;  // send FIFO, receive FIFO, credit in, credits out
-  ibv_mr* mr_ = nullptr;
+  char* local_ = nullptr;   // send FIFO, credits out: the adapter reads them
+  ibv_mr* localMr_ = nullptr;
+  char* remote_ = nullptr;  // receive FIFO, credit in: the peer writes them
+  ibv_mr* remoteMr_ = nullptr;
   volatile uint64_t* creditIn_ = nullptr;  // the peer's released count, written by the peer
   uint64_t* creditOut_ = nullptr;          // sqDepth_ values, one per send queue entry
   LinkCard peer_{};

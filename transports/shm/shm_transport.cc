@@ -1,6 +1,8 @@
 #include "shm_transport.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include "clock.h"
 #include "log.h"
@@ -23,6 +25,14 @@ int indexIn(const std::vector<int>& group, int rank) {
   return static_cast<int>(std::lower_bound(group.begin(), group.end(), rank) - group.begin());
 }
 
+// What a segment's size is made of, in the knobs' terms.
+std::string sizing(const ConnectRequest& req, size_t localRanks, size_t fifoBytes) {
+  char text[192];
+  std::snprintf(text, sizeof(text), "%d channel(s) x %zu local ranks x a FIFO of %zu bytes: %d slots of %zu bytes and their headers",
+                req.nchannels, localRanks, fifoBytes, req.nslots, req.slotBytes);
+  return text;
+}
+
 }  // namespace
 
 bool ShmTransport::canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const {
@@ -39,10 +49,11 @@ Status ShmTransport::connect(const ConnectRequest& req, Connections& out) {
 
   const std::vector<int> myGroup = hostGroup(hosts, me);
   if (!req.peers.empty()) {
-    sweepOrphans();
+    sweepOrphans(hosts[me].pidNamespace);
     auto own = std::make_unique<Segment>();
     size_t bytes = fifoBytes * req.nchannels * myGroup.size();
-    STRATA_CHECK(own->create(segmentName(req.commTag, me, hosts[me].pid), bytes));
+    STRATA_CHECK(own->create(segmentName(req.commTag, me, hosts[me].pid, hosts[me].pidNamespace), bytes,
+                             sizing(req, myGroup.size(), fifoBytes)));
     STRATA_INFO(SHM, "segment of %zu bytes for %zu local senders x %d channels", bytes,
                 myGroup.size() - 1, req.nchannels);
     segments_.push_back(std::move(own));
@@ -54,7 +65,7 @@ Status ShmTransport::connect(const ConnectRequest& req, Connections& out) {
   for (int peer : req.peers) {
     std::vector<int> peerGroup = hostGroup(hosts, peer);
     auto seg = std::make_unique<Segment>();
-    STRATA_CHECK(seg->open(segmentName(req.commTag, peer, hosts[peer].pid),
+    STRATA_CHECK(seg->open(segmentName(req.commTag, peer, hosts[peer].pid, hosts[peer].pidNamespace),
                            fifoBytes * req.nchannels * peerGroup.size(), deadline));
     auto watch = std::make_shared<PeerWatch>(peer, hosts[peer].pid,
                                              hosts[peer].pidNamespace == hosts[me].pidNamespace);

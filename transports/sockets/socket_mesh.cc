@@ -6,11 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "clock.h"
+#include "handshake.h"
 #include "log.h"
 #include "params.h"
 #include "socket.h"
@@ -19,14 +22,55 @@
 namespace strata::sockets {
 namespace {
 
-struct Hello {
-  uint64_t magic;
-  uint64_t commTag;
-  int32_t rank;
-  int32_t index;    // which of the perPeer connections
-  int32_t perPeer;  // must agree on both ends
-  int32_t pad;
-};
+// Admits the lower ranks' connections to this one until all have arrived:
+// each must prove the secret (security/handshake.h) and claim this
+// communicator, an expected rank and an index not taken yet. Stops early,
+// with any status, once `stop` is set.
+Status admitLower(const ConnectRequest& req, int listenFd, uint64_t magic, int perPeer, double deadline,
+                  const std::atomic<bool>& stop, std::vector<std::vector<int>>* got) {
+  const int me = req.oob->rank();
+  std::vector<bool> expected(req.oob->size(), false);
+  int toAccept = 0;
+  for (int peer : req.peers)
+    if (peer < me) {
+      expected[peer] = true;
+      toAccept += perPeer;
+    }
+  security::Gate gate(listenFd, req.secret, magic, me, 0);
+  while (toAccept > 0) {
+    if (stop.load()) return makeErrorQuiet(STRATA_ERR_INTERNAL, "stopped: connecting to higher ranks failed");
+    security::Admitted a;
+    if (!gate.next(std::min(deadline, nowSeconds() + 0.1), &a).isOk()) {
+      if (nowSeconds() < deadline) continue;
+      std::string missing;
+      for (int peer = 0; peer < me; ++peer)
+        for (int k = 0; k < perPeer; ++k)
+          if (expected[peer] && (*got)[peer][k] < 0) {
+            missing += (missing.empty() ? "" : ",") + std::to_string(peer);
+            break;
+          }
+      return STRATA_ERROR(STRATA_ERR_TIMEOUT, "%d connection(s) from lower ranks never arrived (ranks %s)", toAccept,
+                          missing.c_str());
+    }
+    const security::Claim& c = a.claim;
+    if (c.commTag == req.commTag && c.count != perPeer) {
+      close(a.fd);
+      return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
+                          "rank %d opens %d connections per peer, this rank %d: set STRATA_NCHANNELS and "
+                          "STRATA_NSOCKS alike everywhere", c.rank, c.count, perPeer);
+    }
+    if (c.commTag != req.commTag || c.rank < 0 || c.rank >= me || !expected[c.rank] || c.index < 0 ||
+        c.index >= perPeer || (*got)[c.rank][c.index] >= 0) {
+      STRATA_WARN(NET, "dropped a connection from %s that proved the secret but claims rank %d, connection %d of "
+                  "another communicator or one this rank does not expect", a.from.c_str(), c.rank, c.index);
+      close(a.fd);
+      continue;
+    }
+    (*got)[c.rank][c.index] = a.fd;
+    --toAccept;
+  }
+  return Status::ok();
+}
 
 }  // namespace
 
@@ -72,60 +116,33 @@ Status connectMesh(const ConnectRequest& req, uint64_t magic, int perPeer, doubl
       for (int& fd : socks)
         if (fd >= 0) close(fd);
   };
-  int toAccept = 0;
+  // Lower ranks connect to us while we connect to higher ones: waiting for
+  // each other's answers in turn would chain the ranks one after another.
+  std::atomic<bool> stop{false};
+  Status admitted;
+  std::thread acceptor;
+  if (std::any_of(req.peers.begin(), req.peers.end(), [me](int peer) { return peer < me; }))
+    acceptor = std::thread([&] {
+      log::setThreadRank(me);
+      admitted = admitLower(req, listenFd, magic, perPeer, deadline, stop, &got);
+    });
+  Status connected;
   for (int peer : req.peers) {
-    if (peer < me) {
-      toAccept += perPeer;
-      continue;
-    }
+    if (peer < me || !connected.isOk()) continue;
     SockAddr addr;
-    Status decoded = decodeListenRecord(all[peer], peer, &addr);
-    if (!decoded.isOk()) {
-      closeAll();
-      return decoded;
-    }
+    connected = decodeListenRecord(all[peer], peer, &addr);
     std::string name = "rank " + std::to_string(peer) + " on " + hosts[peer].hostname;
-    for (int k = 0; k < perPeer; ++k) {
-      int fd = -1;
-      Hello hello{magic, req.commTag, me, k, perPeer, 0};
-      Status s = net::connectTo(addr, deadline, name.c_str(), &fd);
-      if (s.isOk()) s = net::sendAll(fd, &hello, sizeof(hello), deadline, name.c_str());
-      if (!s.isOk()) {
-        if (fd >= 0) close(fd);
-        closeAll();
-        return s;
-      }
-      got[peer][k] = fd;
+    for (int k = 0; k < perPeer && connected.isOk(); ++k) {
+      const security::Claim claim{magic, req.commTag, me, peer, k, perPeer, 0, 0};
+      uint32_t peerFlags = 0;
+      connected = security::connectAndProve(addr, req.secret, claim, deadline, name.c_str(), &got[peer][k], &peerFlags);
     }
   }
-  // Lower ranks connect to us; their hellos say who they are.
-  while (toAccept > 0) {
-    pollfd p{listenFd, POLLIN, 0};
-    int left = static_cast<int>((deadline - nowSeconds()) * 1000);
-    if (left <= 0 || poll(&p, 1, left) <= 0) {
-      closeAll();
-      return STRATA_ERROR(STRATA_ERR_TIMEOUT, "%d connections from lower ranks never arrived", toAccept);
-    }
-    int fd = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    Hello hello;
-    Status s = net::recvAll(fd, &hello, sizeof(hello), std::min(deadline, nowSeconds() + 2), "a connecting rank");
-    const bool ours = s.isOk() && hello.magic == magic && hello.commTag == req.commTag;
-    if (ours && hello.perPeer != perPeer) {
-      close(fd);
-      closeAll();
-      return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
-                          "rank %d opens %d connections per peer, this rank %d: set STRATA_NCHANNELS and "
-                          "STRATA_NSOCKS alike everywhere", hello.rank, hello.perPeer, perPeer);
-    }
-    if (!ours || hello.rank < 0 || hello.rank >= me || hello.index < 0 || hello.index >= perPeer ||
-        got[hello.rank][hello.index] >= 0) {
-      STRATA_WARN(NET, "dropped a connection that is not a rank of this communicator");
-      close(fd);
-      continue;
-    }
-    got[hello.rank][hello.index] = fd;
-    --toAccept;
+  if (!connected.isOk()) stop.store(true);
+  if (acceptor.joinable()) acceptor.join();
+  if (!connected.isOk() || !admitted.isOk()) {
+    closeAll();
+    return connected.isOk() ? admitted : connected;
   }
   *fds = std::move(got);
   return Status::ok();

@@ -1,9 +1,10 @@
 // TCP connections between a rank and each of its peers, set up collectively:
 // every rank with peers listens on the interface socket_interface.h picks, the
 // listening addresses travel over the out-of-band network, and the lower rank
-// of each pair connects to the higher one `perPeer` times, introducing itself
-// with a hello (transport magic, communicator tag, rank, index). Connections
-// from anyone else are dropped. The tcp transport carries its data on these
+// of each pair connects to the higher one `perPeer` times. Every connection
+// proves the job's secret both ways (security/handshake.h) under a claim of
+// transport (`magic`), communicator, rank and index; the higher rank admits
+// only the claims it expects, and drops everyone else. The tcp transport carries its data on these
 // sockets; the ib transport uses one per peer to exchange queue pair details
 // and to learn at once when a peer dies.
 #pragma once

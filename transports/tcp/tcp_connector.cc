@@ -148,10 +148,12 @@ bool TcpRecvConnector::progress() {
         got = static_cast<size_t>(n);
       }
       offset += got;
-      if (offset == sizeof(WireHeader) && h.bytes > ring_.slotBytes()) {
-        link.fail(makeErrorQuiet(STRATA_ERR_INTERNAL, "%s sent a %llu-byte chunk for %zu-byte slots",
-                                 link.peerName().c_str(), (unsigned long long)h.bytes, ring_.slotBytes()));
-        break;
+      if (offset == sizeof(WireHeader)) {
+        Status refused = checkWireHeader(h, ring_.slotBytes(), [&link] { return link.peerName(); });
+        if (!refused.isOk()) {
+          link.fail(std::move(refused));
+          break;
+        }
       }
       if (offset == sizeof(WireHeader) + h.bytes) {
         message += stripes_.size();

@@ -13,14 +13,9 @@
 
 #include "connector.h"
 #include "socket_link.h"
+#include "tcp_wire.h"
 
 namespace strata::tcp {
-
-struct WireHeader {
-  uint64_t seq;
-  uint64_t desc;
-  uint64_t bytes;
-};
 
 // Slot storage of one FIFO end.
 class SlotRing {

@@ -46,8 +46,6 @@ Status configure(int fd, double timeout) {
 Status startTls(const ConnectRequest& req, const std::vector<std::vector<int>>& fds, double deadline,
                 std::vector<std::vector<std::unique_ptr<security::TlsSession>>>* sessions) {
   const int me = req.oob->rank();
-  if (!req.secret)
-    return STRATA_ERROR(STRATA_ERR_INTERNAL, "STRATA_TLS=1 but the tcp transport was given no job secret");
   sessions->clear();
   sessions->resize(fds.size());
   std::vector<security::TlsSession*> all;
@@ -56,7 +54,7 @@ Status startTls(const ConnectRequest& req, const std::vector<std::vector<int>>& 
     for (int fd : fds[peer]) {
       std::unique_ptr<security::TlsSession> s;
       STRATA_CHECK(security::TlsSession::create(
-          fd, me < peer ? security::TlsRole::kClient : security::TlsRole::kServer, *req.secret, name, &s));
+          fd, me < peer ? security::TlsRole::kClient : security::TlsRole::kServer, req.secret, name, &s));
       all.push_back(s.get());
       (*sessions)[peer].push_back(std::move(s));
     }

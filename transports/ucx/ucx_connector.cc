@@ -4,6 +4,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "secret.h"
 
 namespace strata::ucx {
 namespace {
@@ -110,8 +111,17 @@ size_t Worker::waitAll(const std::vector<void*>& requests, double seconds) {
   }
 }
 
-UcxLink::UcxLink(Worker& worker, int myRank, int peerRank, std::string peerHost)
-    : worker_(worker), myRank_(myRank), peerRank_(peerRank), peerHost_(std::move(peerHost)) {}
+UcxLink::UcxLink(Worker& worker, int myRank, int peerRank, std::string peerHost, LinkTokens tokens)
+    : worker_(worker), myRank_(myRank), peerRank_(peerRank), peerHost_(std::move(peerHost)), tokens_(tokens) {}
+
+bool UcxLink::fromPeer(uint64_t token, const char* what) {
+  if (security::sameBytes(&token, &tokens_.recv, sizeof(token))) return true;
+  fail(STRATA_ERROR(STRATA_ERR_REMOTE,
+                    "%s tagged as from %s does not carry its token: another process that reaches this rank's "
+                    "UCX worker sent it (not a rank of this job)",
+                    what, peerName().c_str()));
+  return false;
+}
 
 std::string UcxLink::peerName() const { return "rank " + std::to_string(peerRank_) + " on " + peerHost_; }
 
@@ -173,14 +183,14 @@ Status UcxLink::open(const void* address, std::shared_ptr<PeerWatch> watch) {
   if (s != UCS_OK)
     return STRATA_ERROR(STRATA_ERR_SYSTEM, "posting the receive for %s's abort notice failed: %s",
                         peerName().c_str(), ucs_status_string(s));
-  if (!noticeRecv_) peerAborted();  // it was waiting already
+  if (!noticeRecv_ && fromPeer(noticeIn_, "an abort notice")) peerAborted();  // it was waiting already
   return Status::ok();
 }
 
 void UcxLink::sendNotice() {
   noticeSent_ = true;
   if (!canSend()) return;
-  noticeOut_ = static_cast<uint64_t>(myRank_);
+  noticeOut_ = tokens_.send;
   ucp_request_param_t p = hostParams(nullptr);
   ucs_status_t s;
   noticeSend_ = keep(ucp_tag_send_nbx(ep_, &noticeOut_, sizeof(noticeOut_), makeTag(Kind::Abort, myRank_, 0), &p), &s);
@@ -193,7 +203,7 @@ void UcxLink::poll() {
   ucs_status_t s = ucp_request_check_status(noticeRecv_);
   ucp_request_free(noticeRecv_);
   noticeRecv_ = nullptr;
-  if (s == UCS_OK) peerAborted();
+  if (s == UCS_OK && fromPeer(noticeIn_, "an abort notice")) peerAborted();
 }
 
 void UcxLink::peerAborted() {
@@ -306,14 +316,14 @@ void UcxSendConnector::start(uint64_t index, const void* buffer, size_t count, u
 }
 
 void UcxSendConnector::publish(size_t bytes, const SlotTag& tag) {
-  ring_.header(published_) = WireHeader{tag.seq, tag.desc, bytes};
+  ring_.header(published_) = WireHeader{tag.seq, tag.desc, bytes, link_->sendToken()};
   ucp_request_param_t p = hostParams(ring_.memh());
   start(published_, ring_.message(published_), sizeof(WireHeader) + bytes, p);
 }
 
 bool UcxSendConnector::publishFrom(const void* data, size_t bytes, const SlotTag& tag) {
   if (!slotFree()) return false;
-  ring_.header(published_) = WireHeader{tag.seq, tag.desc, bytes};
+  ring_.header(published_) = WireHeader{tag.seq, tag.desc, bytes, link_->sendToken()};
   // Header from the slot, payload from the caller: one message of two
   // pieces, which the receiver gets as one contiguous slot. The pieces'
   // list must outlive the send, hence one per FIFO entry.
@@ -338,7 +348,8 @@ UcxRecvConnector::UcxRecvConnector(std::shared_ptr<UcxLink> link, ucp_context_h 
     : link_(std::move(link)),
       ring_(link_->worker(), context, slotBytes, nslots),
       requests_(static_cast<size_t>(nslots), nullptr),
-      landed_(static_cast<size_t>(nslots), false) {}
+      landed_(static_cast<size_t>(nslots), false),
+      arrived_(static_cast<size_t>(nslots), false) {}
 
 UcxRecvConnector::~UcxRecvConnector() { releaseRequests(*link_, requests_, true); }
 
@@ -365,8 +376,9 @@ bool UcxRecvConnector::post(uint64_t index) {
                              link_->peerName().c_str(), ucs_status_string(s)));
     return false;
   }
-  // No request: the message was waiting and has landed already.
-  landed_[slot] = requests_[slot] == nullptr;
+  // No request: the message was waiting and is in the slot already; it
+  // still goes through complete()'s checks like any other.
+  arrived_[slot] = requests_[slot] == nullptr;
   return true;
 }
 
@@ -374,6 +386,10 @@ bool UcxRecvConnector::complete(uint64_t index) {
   const size_t slot = index % ring_.nslots();
   if (landed_[slot]) return true;
   void*& r = requests_[slot];
+  if (arrived_[slot]) {
+    arrived_[slot] = false;
+    return checkLanded(index);
+  }
   if (!r) return false;  // its receive could not be posted; the link failed
   ucs_status_t s = ucp_request_check_status(r);
   if (s == UCS_INPROGRESS) return false;
@@ -386,13 +402,18 @@ bool UcxRecvConnector::complete(uint64_t index) {
                                                               : ""));
     return false;
   }
+  return checkLanded(index);
+}
+
+bool UcxRecvConnector::checkLanded(uint64_t index) {
   const WireHeader& h = ring_.header(index);
+  if (!link_->fromPeer(h.token, "a message")) return false;
   if (h.bytes > ring_.slotBytes()) {
     link_->fail(makeErrorQuiet(STRATA_ERR_INTERNAL, "%s sent a %llu-byte chunk for %zu-byte slots",
                                link_->peerName().c_str(), (unsigned long long)h.bytes, ring_.slotBytes()));
     return false;
   }
-  landed_[slot] = true;
+  landed_[index % ring_.nslots()] = true;
   return true;
 }
 

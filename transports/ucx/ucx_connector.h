@@ -26,10 +26,14 @@
 
 namespace strata::ucx {
 
+// `token` is the sending link's (LinkTokens): UCX matches a tagged message
+// on the tag alone, which anyone who reaches a worker can write, so the
+// receiver takes a message as its peer's only if it carries the peer's token.
 struct WireHeader {
   uint64_t seq;
   uint64_t desc;
   uint64_t bytes;
+  uint64_t token;
 };
 
 // What a tagged message is; the top two bits of its tag.
@@ -106,13 +110,23 @@ struct Hello {
   uint64_t commTag;
   int32_t rank;
   int32_t channel;
+  uint64_t token;
+};
+
+// What the two ends of one (channel, pair) put in every message they send:
+// a MAC of the job's secret over sender, receiver, channel and communicator,
+// which only ranks of the job can compute and which names one direction of
+// one link. A message without the right one came from a stranger.
+struct LinkTokens {
+  uint64_t send;  // this rank's, in what it sends
+  uint64_t recv;  // the peer's, expected in what it receives
 };
 
 // One (channel, peer): the endpoint and its sticky error, shared by the two
 // connectors on it.
 class UcxLink : public LinkError {
  public:
-  UcxLink(Worker& worker, int myRank, int peerRank, std::string peerHost);
+  UcxLink(Worker& worker, int myRank, int peerRank, std::string peerHost, LinkTokens tokens);
   UcxLink(const UcxLink&) = delete;
   UcxLink& operator=(const UcxLink&) = delete;
 
@@ -129,6 +143,10 @@ class UcxLink : public LinkError {
   Worker& worker() const { return worker_; }
   int myRank() const { return myRank_; }
   int peerRank() const { return peerRank_; }
+  uint64_t sendToken() const { return tokens_.send; }
+  // Whether a message carrying `token` is the peer's; if not, fails the link
+  // (an injected message is an error, never data) and says which `what` it was.
+  bool fromPeer(uint64_t token, const char* what);
 
   // error(), after looking at the watched process (any thread).
   Status health();
@@ -160,6 +178,7 @@ class UcxLink : public LinkError {
   int myRank_;
   int peerRank_;
   std::string peerHost_;
+  LinkTokens tokens_;
   ucp_ep_h ep_ = nullptr;
   bool peerErrors_ = true;             // UCP_ERR_HANDLING_MODE_PEER
   bool epFailed_ = false;              // UCX reported the endpoint failed (driver only)
@@ -244,11 +263,14 @@ class UcxRecvConnector final : public RecvConnector {
  private:
   bool post(uint64_t index);
   bool complete(uint64_t index);  // message `index` has landed in its slot
+  // Checks a received message (its token, its length) before anyone reads it.
+  bool checkLanded(uint64_t index);
 
   std::shared_ptr<UcxLink> link_;
   SlotRing ring_;
   std::vector<void*> requests_;  // per FIFO entry: its receive while in flight
-  std::vector<bool> landed_;     // per FIFO entry: its message is in the slot
+  std::vector<bool> landed_;     // per FIFO entry: its message is in the slot, checked
+  std::vector<bool> arrived_;    // per FIFO entry: in the slot at once when posted, not checked yet
   uint64_t released_ = 0;
 };
 

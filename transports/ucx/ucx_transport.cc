@@ -7,12 +7,24 @@
 #include "log.h"
 #include "params.h"
 #include "transport_factories.h"
+#include "ucx_address.h"
 #include "ucx_connector.h"
 
 namespace strata::ucx {
 namespace {
 
 using LinkTable = std::vector<std::vector<std::shared_ptr<UcxLink>>>;  // [channel][peer]
+
+// The token of messages from `from` to `to` on channel `ch` (LinkTokens).
+uint64_t linkToken(const ConnectRequest& req, int from, int to, int ch) {
+  static const char kLabel[] = "strata ucx link";
+  const int32_t who[3] = {from, to, ch};
+  const security::Mac mac =
+      security::mac(req.secret, {{kLabel, sizeof(kLabel)}, {&req.commTag, sizeof(req.commTag)}, {who, sizeof(who)}});
+  uint64_t token;
+  std::memcpy(&token, mac.data(), sizeof(token));
+  return token;
+}
 
 
 // Sends a hello on every (channel, pair) and waits for the peers': proves
@@ -36,7 +48,7 @@ Status handshake(const ConnectRequest& req, const LinkTable& links, double deadl
     for (int peer : req.peers) {
       UcxLink& link = *links[ch][peer];
       if (workers.empty() || workers.back() != &link.worker()) workers.push_back(&link.worker());
-      link.helloOut = Hello{req.commTag, me, ch};
+      link.helloOut = Hello{req.commTag, me, ch, link.sendToken()};
       s = started(ucp_tag_recv_nbx(link.worker().get(), &link.helloIn, sizeof(Hello),
                                    makeTag(Kind::Hello, peer, 0), kFullMask, &p),
                   link, "receiving the hello of");
@@ -74,6 +86,7 @@ Status handshake(const ConnectRequest& req, const LinkTable& links, double deadl
   for (int ch = 0; ch < req.nchannels; ++ch)
     for (int peer : req.peers) {
       const Hello& h = links[ch][peer]->helloIn;
+      if (!links[ch][peer]->fromPeer(h.token, "the hello")) return links[ch][peer]->error();
       if (h.commTag != req.commTag || h.rank != peer || h.channel != ch)
         return STRATA_ERROR(STRATA_ERR_INTERNAL, "ucx hello from %s on channel %d names another communicator, "
                             "rank or channel", links[ch][peer]->peerName().c_str(), ch);
@@ -160,10 +173,9 @@ Status UcxTransport::connect(const ConnectRequest& req, Connections& out) {
   // longest: [channel] = (length, address).
   std::vector<uint64_t> lens(nranks);
   STRATA_CHECK(req.oob->allgather(&myLen, lens.data(), sizeof(uint64_t)));
-  uint64_t maxLen = 0;
-  for (uint64_t l : lens) maxLen = std::max(maxLen, l);
-  if (maxLen == 0) return Status::ok();  // nobody uses ucx
-  const size_t entry = sizeof(uint64_t) + maxLen;
+  size_t entry = 0;
+  STRATA_CHECK(addressEntryBytes(lens, &entry));
+  if (entry == 0) return Status::ok();  // nobody uses ucx
   const size_t record = entry * req.nchannels;
   std::vector<char> mine(record, 0), all(record * nranks);
   for (size_t ch = 0; ch < addresses.size(); ++ch) {
@@ -180,19 +192,19 @@ Status UcxTransport::connect(const ConnectRequest& req, Connections& out) {
     const bool sameMachine = std::strncmp(hosts[peer].machineId, hosts[me].machineId, sizeof(hosts[me].machineId)) == 0 &&
                              hosts[peer].pidNamespace == hosts[me].pidNamespace;
     auto watch = std::make_shared<PeerWatch>(peer, hosts[peer].pid, sameMachine);
+    std::vector<AddressView> theirs;
+    STRATA_CHECK(parseAddressRecord(&all[peer * record], record, entry, req.nchannels, lens[peer], peer, &theirs));
     for (int ch = 0; ch < req.nchannels; ++ch) {
       Worker& w = *workers_[first + ch];
-      auto link = std::make_shared<UcxLink>(w, me, peer, hosts[peer].hostname);
+      auto link = std::make_shared<UcxLink>(w, me, peer, hosts[peer].hostname,
+                                            LinkTokens{linkToken(req, me, peer, ch), linkToken(req, peer, me, ch)});
       w.adopt(link);
-      const char* e = &all[peer * record + ch * entry];
-      uint64_t len;
-      std::memcpy(&len, e, sizeof(len));
-      if (len == 0)
+      if (theirs[ch].len == 0)
         return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
                             "rank %d on %s has no ucx worker although this rank connects to it over ucx: set "
                             "STRATA_TRANSPORT alike on every rank",
                             peer, hosts[peer].hostname);
-      STRATA_CHECK(link->open(e + sizeof(len), watch));
+      STRATA_CHECK(link->open(theirs[ch].data, watch));
       links[ch][peer] = std::move(link);
     }
   }

@@ -1,0 +1,63 @@
+// A process out of file descriptors: each progress thread needs an eventfd
+// and an epoll instance, and a communicator that cannot have them fails at
+// init with an error naming the call and the limit to raise, instead of
+// starting threads that can neither sleep nor be woken.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "multiproc.h"
+
+namespace strata::test {
+namespace {
+
+// The descriptor limit under which exactly `free` more descriptors can be
+// opened: the limit bounds descriptor numbers, and a new descriptor takes the
+// lowest free number, so the gaps among those open count too.
+rlim_t limitLeaving(int free) {
+  std::set<int> open;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(dir))
+      if (e->d_name[0] != '.') open.insert(std::atoi(e->d_name));
+    open.erase(dirfd(dir));  // among those read, and free again once closed
+    closedir(dir);
+  }
+  int fd = 0;
+  for (int left = free; left > 0; ++fd)
+    if (!open.count(fd)) --left;
+  return static_cast<rlim_t>(fd);
+}
+
+TEST(FdLimit, ProgressThreadsThatCannotHaveTheirDescriptorsFailInit) {
+  // One rank: its init opens nothing that lasts but the progress threads'
+  // descriptors (two per thread), so room for 8 more descriptors is enough
+  // for everything else and too little for 64 threads.
+  auto outcomes = runRanks(1, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    const rlim_t n = limitLeaving(8);
+    const rlimit limit{n, n};
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+      rep.fail("setrlimit(RLIMIT_NOFILE) failed");
+      return;
+    }
+    strata_comm_t comm = nullptr;
+    const strata_result_t rc = strata_comm_init_rank(&comm, nranks, id, rank);
+    if (rc == STRATA_SUCCESS) {
+      rep.fail("init succeeded with 64 progress threads and %llu descriptors", (unsigned long long)limit.rlim_cur);
+      strata_comm_destroy(comm);
+      return;
+    }
+    const std::string error = strata_last_error();
+    if (rc != STRATA_ERR_SYSTEM) rep.fail("init returned %s, not STRATA_ERR_SYSTEM: %s", strata_result_string(rc), error.c_str());
+    if (error.find("eventfd()") == std::string::npos && error.find("epoll_create1()") == std::string::npos)
+      rep.fail("the error names neither eventfd() nor epoll_create1(): %s", error.c_str());
+    if (error.find("ulimit -n") == std::string::npos) rep.fail("the error lacks the ulimit -n hint: %s", error.c_str());
+  }, {{"STRATA_NTHREADS", "64"}});
+  expectAllPassed(outcomes);
+}
+
+}  // namespace
+}  // namespace strata::test

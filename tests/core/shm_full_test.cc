@@ -1,0 +1,65 @@
+// A job on a host whose /dev/shm is too small for its segments (a container's
+// default, or a full tmpfs): every rank's strata_comm_init_rank fails with an
+// error naming /dev/shm, the bytes needed and the parameters that shrink
+// them; none crashes, and none gets as far as a collective whose first touch
+// of an unbacked page would be a SIGBUS.
+//
+// The test process enters a mount namespace of its own and mounts a 64 KiB
+// tmpfs on /dev/shm there (root only); its ranks, forked from it, share that
+// /dev/shm as ranks of one host share the real one. It exits 77 (skipped, for
+// meson) where it cannot do that.
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "multiproc.h"
+
+namespace strata::test {
+namespace {
+
+// Empty on success, else why not.
+std::string enterTinyDevShm() {
+  if (unshare(CLONE_NEWNS) != 0) return std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno);
+  // Private, so that the mount below stays in this namespace.
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return std::string("mount --make-rprivate /: ") + std::strerror(errno);
+  if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=1777") != 0)
+    return std::string("mount -t tmpfs -o size=64k tmpfs /dev/shm: ") + std::strerror(errno);
+  return "";
+}
+
+TEST(ShmFull, InitFailsOnEveryRankNamingTheSpaceAndTheKnobs) {
+  const std::string why = enterTinyDevShm();
+  if (!why.empty()) GTEST_SKIP() << "needs a private mount namespace with its own /dev/shm (root): " << why;
+  auto outcomes = runRanks(2, 120, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm = nullptr;
+    const strata_result_t rc = strata_comm_init_rank(&comm, nranks, id, rank);
+    if (rc == STRATA_SUCCESS) {
+      rep.fail("init succeeded on a 64 KiB /dev/shm");
+      strata_comm_destroy(comm);
+      return;
+    }
+    const std::string error = strata_last_error();
+    if (rc != STRATA_ERR_SYSTEM) rep.fail("init returned %s, not STRATA_ERR_SYSTEM: %s", strata_result_string(rc), error.c_str());
+    for (const char* needle : {"/dev/shm has no room for the", " bytes", "STRATA_NCHANNELS", "STRATA_NSLOTS",
+                               "STRATA_SLOT_BYTES"})
+      if (error.find(needle) == std::string::npos) rep.fail("the error lacks '%s': %s", needle, error.c_str());
+  }, {{"STRATA_TIMEOUT", "60"}, {"STRATA_TRANSPORT", "shm"}});
+  expectAllPassed(outcomes);
+}
+
+}  // namespace
+}  // namespace strata::test
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  const int failed = RUN_ALL_TESTS();
+  // A skip is not a pass: meson reports exit status 77 as SKIP.
+  const auto* unit = ::testing::UnitTest::GetInstance();
+  if (failed == 0 && unit->skipped_test_count() > 0 && unit->successful_test_count() == 0) return 77;
+  return failed;
+}
