@@ -166,16 +166,9 @@ Status Bootstrap::join(const BootstrapConfig& config) {
                         name.c_str(), tlsText(rootFlags), tlsText(tlsFlag()));
   tls_.resize(1);
   STRATA_CHECK(startTls(fd, true, name, deadline, &tls_[0]));
-  security::TlsSession* tls = tls_[0].get();
-  auto send0 = [&](const void* data, size_t bytes) {
-    return tls ? tls->sendAll(data, bytes, deadline) : net::sendAll(fd, data, bytes, deadline, name.c_str());
-  };
-  auto recv0 = [&](void* data, size_t bytes) {
-    return tls ? tls->recvAll(data, bytes, deadline) : net::recvAll(fd, data, bytes, deadline, name.c_str());
-  };
-  STRATA_CHECK(send0(&hosts_[rank_], sizeof(topo::HostInfo)));
+  STRATA_CHECK(sendTo(0, &hosts_[rank_], sizeof(topo::HostInfo), deadline));
   Reply reply;
-  STRATA_CHECK(recv0(&reply, sizeof(reply)));
+  STRATA_CHECK(recvFrom(0, &reply, sizeof(reply), deadline));
   switch (reply.status) {
     case kOk:
       break;
@@ -192,7 +185,7 @@ Status Bootstrap::join(const BootstrapConfig& config) {
                           rank_, reply.status);
   }
   commTag_ = reply.commTag;
-  STRATA_CHECK(recv0(hosts_.data(), sizeof(topo::HostInfo) * nranks_));
+  STRATA_CHECK(recvFrom(0, hosts_.data(), sizeof(topo::HostInfo) * nranks_, deadline));
   for (topo::HostInfo& h : hosts_) topo::sanitizeWire(&h);
   return Status::ok();
 }
