@@ -1,13 +1,11 @@
 #include "secret.h"
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
 #include <sys/random.h>
 
 #include <cerrno>
 #include <cstring>
-#include <vector>
+
+#include "sha256.h"
 
 namespace strata::security {
 
@@ -32,28 +30,33 @@ bool sameBytes(const void* a, const void* b, size_t bytes) {
 }
 
 Mac mac(const Secret& key, std::initializer_list<Bytes> parts) {
-  // The messages are a few hundred bytes: one buffer and OpenSSL's one-shot
-  // HMAC (its streaming context is deprecated in OpenSSL 3).
-  std::vector<unsigned char> message;
-  for (const Bytes& part : parts) {
-    const auto* p = static_cast<const unsigned char*>(part.data);
-    message.insert(message.end(), p, p + part.size);
+  // RFC 2104 with a key shorter than SHA-256's 64-byte block: the key
+  // zero-padded to a block, xored with the inner and outer pads.
+  uint8_t inner[64] = {}, outer[64] = {};
+  std::memcpy(inner, key.bytes, kSecretBytes);
+  std::memcpy(outer, key.bytes, kSecretBytes);
+  for (size_t i = 0; i < sizeof(inner); ++i) {
+    inner[i] ^= 0x36;
+    outer[i] ^= 0x5c;
   }
-  Mac out{};
-  unsigned len = 0;
-  if (!HMAC(EVP_sha256(), key.bytes, kSecretBytes, message.data(), message.size(), out.data(), &len) ||
-      len != out.size())
-    out.fill(0);  // never equals a peer's MAC made by a working HMAC
-  return out;
+  Sha256 first;
+  first.update(inner, sizeof(inner));
+  for (const Bytes& part : parts) first.update(part.data, part.size);
+  const Sha256::Digest digest = first.finish();
+  Sha256 second;
+  second.update(outer, sizeof(outer));
+  second.update(digest.data(), digest.size());
+  return second.finish();
 }
 
 Status secretFromText(const std::string& text, const char* source, Secret* out) {
   if (text.size() < kSecretBytes)
     return STRATA_INVALID_ARG("%s holds %zu characters; a secret needs at least %zu (e.g. openssl rand -hex 16)",
                               source, text.size(), kSecretBytes);
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  std::memcpy(out->bytes, digest, kSecretBytes);
+  Sha256 hash;
+  hash.update(text.data(), text.size());
+  const Sha256::Digest digest = hash.finish();
+  std::memcpy(out->bytes, digest.data(), kSecretBytes);
   return Status::ok();
 }
 
