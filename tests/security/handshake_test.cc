@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "handshake.h"
+#include "loopback.h"
 #include "socket.h"
 
 namespace strata::security {
@@ -24,24 +25,7 @@ namespace {
 
 constexpr uint64_t kPurpose = 0x5453455454534554ull;
 
-Secret secretOf(uint8_t seed) {
-  Secret s;
-  for (size_t i = 0; i < kSecretBytes; ++i) s.bytes[i] = static_cast<uint8_t>(seed * 31 + i);
-  return s;
-}
-
 Claim claimOf(int rank, int index) { return Claim{kPurpose, 77, rank, 0, index, 2, 0, 0}; }
-
-// A listening socket on 127.0.0.1 and its address.
-struct Listener {
-  SockAddr addr;
-  int fd = -1;
-  Listener() {
-    EXPECT_TRUE(net::resolve("127.0.0.1", 0, &addr).isOk());
-    EXPECT_TRUE(net::listenOn(&addr, &fd).isOk());
-  }
-  ~Listener() { close(fd); }
-};
 
 int rawConnect(const SockAddr& addr) {
   int fd = -1;

@@ -24,32 +24,13 @@
 #include <vector>
 
 #include "clock.h"
+#include "loopback.h"
 #include "socket.h"
 
 namespace strata::security {
 namespace {
 
-Secret secretOf(uint8_t seed) {
-  Secret s;
-  for (size_t i = 0; i < kSecretBytes; ++i) s.bytes[i] = static_cast<uint8_t>(seed * 31 + i);
-  return s;
-}
-
 std::string describe(const Status& s) { return s.isOk() ? "OK" : s.message(); }
-
-// A listener on loopback, any free port.
-struct Listener {
-  SockAddr addr;
-  int fd = -1;
-  Listener() {
-    EXPECT_TRUE(net::resolve("127.0.0.1", 0, &addr).isOk());
-    EXPECT_TRUE(net::listenOn(&addr, &fd).isOk());
-  }
-  ~Listener() {
-    if (fd >= 0) close(fd);
-  }
-  int accept() const { return ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC); }
-};
 
 // A connected pair of TCP sockets over loopback; closed at the end.
 struct SocketPair {
