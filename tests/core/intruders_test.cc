@@ -144,6 +144,36 @@ TEST(Intruders, AnEnvJobWithASecretRefusesOutsiders) {
   expectAllPassed(outcomes);
 }
 
+TEST(Intruders, ASecretFileServesLikeTheVariableAndAShortSecretIsRefused) {
+  // Rank 0 has the secret in STRATA_SECRET, rank 1 in a file (with the
+  // newline editors add): the same secret, so they form a job. Process 2
+  // offers a secret too short to be one.
+  char path[] = "/tmp/strata-secret-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string line = std::string(kSecret) + "\n";
+  ASSERT_EQ(write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  close(fd);
+  const int port = freePort();
+  auto outcomes = runRanks(3, 60, [&](int rank, int, const strata_unique_id_t&, Reporter& rep) {
+    if (rank == 2) {
+      joinEnv(1, 2, port);
+      setenv("STRATA_SECRET", "too short", 1);
+      strata_comm_t comm;
+      strata_result_t rc = strata_comm_init_env(&comm);
+      if (rc != STRATA_ERR_INVALID_ARGUMENT || !mentions(strata_last_error(), "STRATA_SECRET"))
+        rep.fail("a 9-character secret got %s: %s", strata_result_string(rc), strata_last_error());
+      return;
+    }
+    joinEnv(rank, 2, port);
+    if (rank == 0) setenv("STRATA_SECRET", kSecret, 1);
+    else setenv("STRATA_SECRET_FILE", path, 1);
+    initAndSum(rank, 2, rep);
+  }, {{"STRATA_TIMEOUT", "20"}});
+  expectAllPassed(outcomes);
+  unlink(path);
+}
+
 TEST(Intruders, AForgedHelloForALateRankIsDropped) {
   // Before rank 1 joins, an outsider connects to rank 0 as rank 1: first
   // with the hello of earlier strata versions (which carried the secret it
