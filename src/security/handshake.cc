@@ -126,9 +126,13 @@ void Gate::drop(Unproven& u, const char* why) {
   u.fd = -1;
 }
 
-void Gate::dropOldest(const char* why) {
+bool Gate::dropOldest(const char* why) {
   for (Unproven& u : unproven_)
-    if (u.fd >= 0) return drop(u, why);
+    if (u.fd >= 0) {
+      drop(u, why);
+      return true;
+    }
+  return false;
 }
 
 void Gate::acceptAll() {
@@ -141,11 +145,7 @@ void Gate::acceptAll() {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Out of descriptors: free the oldest stranger's, or, with none to
         // free, pause rather than spin on a listener that stays readable.
-        const size_t live = std::count_if(unproven_.begin(), unproven_.end(), [](const Unproven& u) { return u.fd >= 0; });
-        if (live > 0) {
-          dropOldest("out of file descriptors (raise ulimit -n)");
-          continue;
-        }
+        if (dropOldest("out of file descriptors (raise ulimit -n)")) continue;
         STRATA_WARN(NET, "accept failed: %s; raise ulimit -n", errnoText(errno).c_str());
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }

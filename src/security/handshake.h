@@ -62,7 +62,8 @@ class Gate {
   // Reads what arrived; true when the connection was admitted into `out`.
   bool advance(Unproven& u, Admitted* out);
   void drop(Unproven& u, const char* why);
-  void dropOldest(const char* why);
+  // Drops the oldest unproven connection; false if there is none.
+  bool dropOldest(const char* why);
 
   int listenFd_;
   Secret secret_;
