@@ -43,7 +43,9 @@ typedef enum {
   STRATA_ERR_INTERNAL = 4,         /* a bug in strata */
   STRATA_ERR_REMOTE = 5,           /* another rank failed, died or aborted */
   STRATA_ERR_TIMEOUT = 6,          /* no progress within STRATA_TIMEOUT seconds */
-  STRATA_IN_PROGRESS = 7           /* non-blocking work not finished yet */
+  STRATA_IN_PROGRESS = 7,          /* non-blocking work not finished yet */
+  STRATA_ERR_CUDA = 8              /* a CUDA call failed, or a stream or device buffer was
+                                      passed where no GPU is usable (the CUDA error in the message) */
 } strata_result_t;
 
 typedef enum {
@@ -286,6 +288,72 @@ STRATA_API strata_result_t strata_irecv(void* recvbuf, size_t count, strata_data
 /* Returns once every rank has entered the barrier. */
 STRATA_API strata_result_t strata_barrier(strata_comm_t comm);
 STRATA_API strata_result_t strata_ibarrier(strata_comm_t comm, strata_request_t* request);
+
+/* Stream-ordered calls (NCCL's semantics), for buffers in GPU memory as well
+ * as host memory. A strata_stream_t is a cudaStream_t.
+ *
+ * Each strata_*_ex call with options->stream set enqueues the operation on
+ * that stream and returns at once: the operation starts once the stream's
+ * earlier work is done, and the stream's later work sees its result. The
+ * host thread never waits for the GPU. Each buffer may be host memory
+ * (pageable or pinned), managed or device memory of any device; ranks may
+ * mix them. Device and managed buffers are staged through pinned host memory
+ * chunk by chunk (STRATA_GPU_CHUNK_BYTES) while the collective runs over any
+ * transport. A failure (a peer died, a timeout, an abort) never leaves the
+ * stream blocked: its waits are released, the output's contents are then
+ * undefined, and the error is reported by strata_comm_get_async_error on
+ * every rank. Streams being captured into a CUDA graph are refused
+ * (STRATA_ERR_INVALID_USAGE). Without a usable GPU a non-NULL stream gets
+ * STRATA_ERR_CUDA with CUDA's reason.
+ *
+ * Inside strata_group_start/end they are issued at the outermost group end,
+ * which waits for the group's host-ordered calls only; one group's
+ * stream-ordered calls on one communicator must name one stream.
+ *
+ * With options NULL or options->stream NULL the call is the blocking form
+ * (strata_allreduce, ...) on host buffers. */
+typedef void* strata_stream_t;
+
+typedef struct {
+  size_t size;                /* sizeof(strata_call_options_t): fields past it are not read */
+  strata_stream_t stream;     /* NULL: a blocking call on host memory */
+  /* Reductions only, with op STRATA_SUM: every rank's input is multiplied by
+   * this scalar (one element of the call's datatype, in host or device
+   * memory) before the sum; device memory is read when the operation runs on
+   * the stream, host memory when the call is made. NULL: no scaling. */
+  const void* premul_scalar;
+} strata_call_options_t;
+
+#define STRATA_CALL_OPTIONS_INIT {sizeof(strata_call_options_t), NULL, NULL}
+
+STRATA_API strata_result_t strata_allreduce_ex(const void* sendbuf, void* recvbuf, size_t count,
+                                               strata_datatype_t datatype, strata_op_t op,
+                                               strata_comm_t comm, const strata_call_options_t* options);
+STRATA_API strata_result_t strata_broadcast_ex(const void* sendbuf, void* recvbuf, size_t count,
+                                               strata_datatype_t datatype, int root, strata_comm_t comm,
+                                               const strata_call_options_t* options);
+STRATA_API strata_result_t strata_reduce_ex(const void* sendbuf, void* recvbuf, size_t count,
+                                            strata_datatype_t datatype, strata_op_t op, int root,
+                                            strata_comm_t comm, const strata_call_options_t* options);
+STRATA_API strata_result_t strata_allgather_ex(const void* sendbuf, void* recvbuf, size_t count,
+                                               strata_datatype_t datatype, strata_comm_t comm,
+                                               const strata_call_options_t* options);
+STRATA_API strata_result_t strata_reduce_scatter_ex(const void* sendbuf, void* recvbuf, size_t count,
+                                                    strata_datatype_t datatype, strata_op_t op,
+                                                    strata_comm_t comm, const strata_call_options_t* options);
+STRATA_API strata_result_t strata_alltoall_ex(const void* sendbuf, void* recvbuf, size_t count,
+                                              strata_datatype_t datatype, strata_comm_t comm,
+                                              const strata_call_options_t* options);
+STRATA_API strata_result_t strata_send_ex(const void* sendbuf, size_t count, strata_datatype_t datatype,
+                                          int peer, strata_comm_t comm, const strata_call_options_t* options);
+STRATA_API strata_result_t strata_recv_ex(void* recvbuf, size_t count, strata_datatype_t datatype, int peer,
+                                          strata_comm_t comm, const strata_call_options_t* options);
+
+/* GPU memory for buffers (ncclMemAlloc's analogue): bytes of device memory
+ * on the calling thread's current CUDA device. STRATA_ERR_CUDA when no GPU
+ * is usable. strata_mem_free(NULL) does nothing. */
+STRATA_API strata_result_t strata_mem_alloc(void** ptr, size_t bytes);
+STRATA_API strata_result_t strata_mem_free(void* ptr);
 
 /* Groups (like ncclGroupStart/End), per calling thread, nestable: blocking
  * calls made inside a group are validated and queued, and return at once;

@@ -1,0 +1,77 @@
+// strata's one door to CUDA. Everything else reaches the GPU through these
+// calls, so a build without CUDA (cuda_absent.cc) and a machine without a
+// driver (every runtime call returns 35 or 100) differ from a GPU machine
+// only in what these answer: no GPU means every buffer is host memory.
+//
+// The runtime is linked statically and libcuda is never linked: driver entry
+// points (the stream memory operations) come from
+// cudaGetDriverEntryPointByVersion, so libstrata loads where no driver is.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "status.h"
+#include "stream_lane.h"
+
+namespace strata::gpu {
+
+struct DeviceInfo {
+  int index;
+  std::string name;
+  int major, minor;        // compute capability
+  std::string pciBusId;    // "0000:3b:00.0"
+  size_t memoryBytes;
+};
+
+// What the process can do with CUDA, probed once.
+struct RuntimeInfo {
+  bool built = false;        // strata was built with CUDA
+  bool usable = false;       // a driver and at least one device answered
+  int runtimeVersion = 0;    // cudaRuntimeGetVersion (13000 = 13.0)
+  int driverVersion = 0;     // cudaDriverGetVersion (0: no driver)
+  std::string why;           // when !usable: the CUDA error (name, code, text) or "built without CUDA"
+  std::vector<DeviceInfo> devices;
+  bool streamMemOps = false;  // cuStreamWaitValue32/WriteValue32 reachable (else the fallbacks)
+};
+const RuntimeInfo& runtime();
+
+// Where a buffer lives. Found with cudaPointerGetAttributes when CUDA is
+// usable; Host otherwise.
+enum class MemKind : uint8_t { Host, PinnedHost, Managed, Device };
+struct BufferKind {
+  MemKind kind = MemKind::Host;
+  int device = -1;  // Device, Managed: the device it belongs to
+};
+BufferKind classify(const void* ptr);
+const char* memKindName(MemKind kind);
+// Host memory the CPU may read directly (pageable or pinned); Device and
+// Managed are staged through pinned memory.
+inline bool hostReadable(MemKind kind) { return kind == MemKind::Host || kind == MemKind::PinnedHost; }
+
+// Whether [ptr, ptr + bytes) is mapped in this process (mincore on its first
+// and last pages): how a device pointer passed where no GPU is usable gets
+// an error instead of a crash.
+bool mapped(const void* ptr, size_t bytes);
+
+// Checks that `stream` can carry stream-ordered work: CUDA usable, the
+// stream valid, not being captured into a CUDA graph (refused with a clear
+// error). `argName` names the argument in messages.
+Status checkStream(void* stream, const char* argName);
+
+// A lane on a CUDA stream (cudaStream_t as void*).
+std::unique_ptr<StreamLane> cudaLane(void* stream);
+
+// Pinned host memory, mapped into the device's address space: staging slots
+// and the flags streams signal and wait on. CUDA unusable: fails.
+Status allocPinned(size_t bytes, void** out);
+void freePinned(void* ptr);
+
+// Device memory for ncclMemAlloc / strata_mem_alloc, on the current device.
+Status allocDevice(size_t bytes, void** out);
+Status freeDevice(void* ptr);
+
+}  // namespace strata::gpu
