@@ -93,6 +93,12 @@ class PlanExecutor {
   // Whether the step at `cursor` waits on a connector that moves without
   // progress() calls (shared memory): no descriptor will tell a sleeping
   // thread that it can go on.
+  // Whether the step at `cursor` waits for its input to arrive from its
+  // stream (the GPU has not got there yet): no peer is at fault, so no
+  // deadline runs.
+  bool waitsOnInput(const ChannelPlan& plan, size_t cursor, const OpContext& ctx) const {
+    return cursor < plan.steps.size() && closedGate(plan.steps[cursor], ctx);
+  }
   // A closed input gate counts: it opens by a store, too.
   bool waitsOnMemory(const ChannelPlan& plan, size_t cursor, const ChannelLinks& links, const OpContext& ctx);
 

@@ -310,8 +310,10 @@ STRATA_API strata_result_t strata_ibarrier(strata_comm_t comm, strata_request_t*
  * which waits for the group's host-ordered calls only; one group's
  * stream-ordered calls on one communicator must name one stream.
  *
- * With options NULL or options->stream NULL the call is the blocking form
- * (strata_allreduce, ...) on host buffers. */
+ * With options NULL or options->stream NULL, a call on host buffers is the
+ * blocking form (strata_allreduce, ...); one on GPU buffers (or with its
+ * premul_scalar in GPU memory) is enqueued on the legacy default stream, as
+ * NCCL does for stream 0. */
 typedef void* strata_stream_t;
 
 typedef struct {

@@ -187,9 +187,9 @@ strata_result_t issueHostPremul(strata_comm* comm, const CollCall& call, bool no
                                  "options->premul_scalar without a stream inside strata_group_start/end: "
                                  "pass a stream, or scale the input yourself"),
                   comm);
-  if (!gpu::hostReadable(gpu::classify(o.premul).kind) || !gpu::mapped(o.premul, strata_datatype_size(call.datatype)))
-    return finish(STRATA_INVALID_ARG("options->premul_scalar=%p is not host memory: without a stream the "
-                                     "scalar is read by the CPU when the call is made", o.premul),
+  if (!gpu::mapped(o.premul, strata_datatype_size(call.datatype)))
+    return finish(STRATA_INVALID_ARG("options->premul_scalar=%p is not memory this process can read: without a "
+                                     "stream the scalar is read by the CPU when the call is made", o.premul),
                   comm);
   if (nothingToDo) return STRATA_SUCCESS;
   std::vector<char> scaled(e.in);
@@ -200,12 +200,14 @@ strata_result_t issueHostPremul(strata_comm* comm, const CollCall& call, bool no
 }
 
 // The strata_*_ex forms, once the call's own arguments are checked.
-strata_result_t issueEx(strata_comm* comm, const CollCall& call, bool nothingToDo, const CallOptions& o,
+strata_result_t issueEx(strata_comm* comm, const CollCall& call, bool nothingToDo, const CallOptions& given,
                         Extents e) {
-  STRATA_TRY(checkPremul(call.coll, call.op, o));
+  STRATA_TRY(checkPremul(call.coll, call.op, given));
+  CallOptions o = given;
   if (!o.stream) {
-    STRATA_TRY(checkHostOrdered(call.sendbuf, e.in, call.recvbuf, e.out));
-    return o.premul ? issueHostPremul(comm, call, nothingToDo, o, e) : issue(comm, call, nothingToDo, nullptr);
+    STRATA_TRY(placeWithoutStream(&o, call.sendbuf, e.in, call.recvbuf, e.out, call.datatype));
+    if (!o.stream)
+      return o.premul ? issueHostPremul(comm, call, nothingToDo, o, e) : issue(comm, call, nothingToDo, nullptr);
   }
   StreamCall sc;
   STRATA_TRY(describeStreamCall(o, call.sendbuf, e.in, call.recvbuf, e.out, call.datatype, &sc));
@@ -381,13 +383,14 @@ strata_result_t alltoallv(const void* sendbuf, const size_t* sendcounts, const s
 }
 
 // A stream-ordered send or receive.
-strata_result_t issueP2pEx(strata_comm* comm, const P2pOp& op, const CallOptions& o) {
-  STRATA_TRY(checkPremul(Coll::SendRecv, STRATA_SUM, o));
+strata_result_t issueP2pEx(strata_comm* comm, const P2pOp& op, const CallOptions& given) {
+  STRATA_TRY(checkPremul(Coll::SendRecv, STRATA_SUM, given));
   const uint64_t bytes = op.count * strata_datatype_size(op.datatype);
   const uint64_t in = op.send ? bytes : 0, out = op.send ? 0 : bytes;
+  CallOptions o = given;
   if (!o.stream) {
-    STRATA_TRY(checkHostOrdered(op.sendbuf, in, op.recvbuf, out));
-    return issueP2p(comm, op, nullptr);
+    STRATA_TRY(placeWithoutStream(&o, op.sendbuf, in, op.recvbuf, out, op.datatype));
+    if (!o.stream) return issueP2p(comm, op, nullptr);
   }
   StreamCall sc;
   STRATA_TRY(describeStreamCall(o, op.sendbuf, in, op.recvbuf, out, op.datatype, &sc));

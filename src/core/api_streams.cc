@@ -4,6 +4,8 @@
 // the options' and buffers' checks specific to streams.
 #include "api_streams.h"
 
+#include <cstring>
+
 #include "cuda_seam.h"
 #include "op_desc.h"
 
@@ -26,9 +28,14 @@ Status checkHostBuffer(const char* name, const streams::UserBuffer& b) {
                                                   : ": device memory? No CUDA device is usable here");
 }
 
-streams::UserBuffer describe(const void* ptr, uint64_t bytes) {
+// Where a buffer lives, found once per call.
+Status describe(const char* name, const void* ptr, uint64_t bytes, streams::UserBuffer* out) {
   const gpu::BufferKind kind = bytes ? gpu::classify(ptr) : gpu::BufferKind{};
-  return {ptr, static_cast<size_t>(bytes), !gpu::hostReadable(kind.kind)};
+  if (kind.kind == gpu::MemKind::Unknown)
+    return STRATA_ERROR(STRATA_ERR_CUDA, "CUDA could not say where %s=%p lives (cuPointerGetAttributes failed)",
+                        name, ptr);
+  *out = {ptr, static_cast<size_t>(bytes), !gpu::hostReadable(kind.kind)};
+  return Status::ok();
 }
 
 }  // namespace
@@ -61,32 +68,38 @@ Status describeStreamCall(const CallOptions& opts, const void* in, uint64_t inBy
                           uint64_t outBytes, strata_datatype_t datatype, StreamCall* sc) {
   STRATA_CHECK(gpu::checkStream(opts.stream, "options->stream"));
   sc->stream = opts.stream;
-  sc->part.in = describe(in, inBytes);
-  sc->part.out = describe(out, outBytes);
+  STRATA_CHECK(describe("sendbuf", in, inBytes, &sc->part.in));
+  STRATA_CHECK(describe("recvbuf", out, outBytes, &sc->part.out));
   STRATA_CHECK(checkHostBuffer("sendbuf", sc->part.in));
   STRATA_CHECK(checkHostBuffer("recvbuf", sc->part.out));
   if (opts.premul) {
-    const gpu::BufferKind kind = gpu::classify(opts.premul);
-    sc->premul = {opts.premul, !gpu::hostReadable(kind.kind), datatype};
-    if (!sc->premul.onDevice && !gpu::mapped(opts.premul, strata_datatype_size(datatype)))
+    const size_t elem = strata_datatype_size(datatype);
+    sc->premul.set = true;
+    sc->premul.datatype = datatype;
+    if (!gpu::hostReadable(gpu::classify(opts.premul).kind)) {
+      sc->premul.onDevice = opts.premul;
+    } else if (gpu::mapped(opts.premul, elem)) {
+      std::memcpy(sc->premul.value, opts.premul, elem);  // host memory is read when the call is made
+    } else {
       return STRATA_INVALID_ARG("options->premul_scalar=%p is not memory this process or its GPU can read",
                                 opts.premul);
+    }
   }
   return Status::ok();
 }
 
-Status checkHostOrdered(const void* in, uint64_t inBytes, const void* out, uint64_t outBytes) {
-  const struct {
-    const char* name;
-    streams::UserBuffer buffer;
-  } buffers[] = {{"sendbuf", describe(in, inBytes)}, {"recvbuf", describe(out, outBytes)}};
-  for (const auto& b : buffers) {
-    if (b.buffer.staged)
-      return STRATA_INVALID_ARG("%s=%p is GPU memory: pass a stream (options->stream) to use it", b.name,
-                                b.buffer.ptr);
-    STRATA_CHECK(checkHostBuffer(b.name, b.buffer));
+Status placeWithoutStream(CallOptions* opts, const void* in, uint64_t inBytes, const void* out,
+                          uint64_t outBytes, strata_datatype_t datatype) {
+  streams::UserBuffer buffers[2], scalar;
+  STRATA_CHECK(describe("sendbuf", in, inBytes, &buffers[0]));
+  STRATA_CHECK(describe("recvbuf", out, outBytes, &buffers[1]));
+  if (opts->premul) STRATA_CHECK(describe("options->premul_scalar", opts->premul, strata_datatype_size(datatype), &scalar));
+  if (buffers[0].staged || buffers[1].staged || scalar.staged) {
+    opts->stream = gpu::legacyStream();
+    return Status::ok();
   }
-  return Status::ok();
+  STRATA_CHECK(checkHostBuffer("sendbuf", buffers[0]));
+  return checkHostBuffer("recvbuf", buffers[1]);
 }
 
 Status submitOnStream(Comm& comm, const CollCall& call, const StreamCall& sc) {

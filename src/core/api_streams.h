@@ -19,8 +19,10 @@ Status checkPremul(Coll coll, strata_op_t op, const CallOptions& opts);
 // span on this rank) with their memory found once, and the pre-multiplier.
 Status describeStreamCall(const CallOptions& opts, const void* in, uint64_t inBytes, const void* out,
                           uint64_t outBytes, strata_datatype_t datatype, StreamCall* sc);
-// A call without a stream reads its buffers on the CPU: GPU memory, or
-// memory not mapped here, gets an error naming the buffer.
-Status checkHostOrdered(const void* in, uint64_t inBytes, const void* out, uint64_t outBytes);
+// A call without a stream: GPU memory among its buffers (or its scalar)
+// puts it on the legacy default stream, as NCCL's stream 0; otherwise the
+// CPU reads them, and memory not mapped here gets an error naming it.
+Status placeWithoutStream(CallOptions* opts, const void* in, uint64_t inBytes, const void* out, uint64_t outBytes,
+                          strata_datatype_t datatype);
 
 }  // namespace strata::api

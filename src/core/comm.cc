@@ -255,21 +255,24 @@ Status Comm::submitOnStream(const CollCall& call, gpu::StreamLane& lane, const s
   STRATA_CHECK(checkStreamsDriven());
   streams::Stager& st = stager();
   streams::StagedOp* op = nullptr;
-  STRATA_CHECK(st.stage(lane, {part}, premul, &op));
+  STRATA_CHECK(st.reserve({part}, premul, &op));
   CollCall host = call;
   host.sendbuf = op->parts[0].hostInput();
   host.recvbuf = op->parts[0].hostOutput();
-  if (premul.scalar) host.op = STRATA_SUM;
-  const PlannedCall* planned;
-  OpContext ctx;
-  Status s = prepare(host, &planned, &ctx);
-  if (s.isOk()) {
-    ctx.gate = &op->parts[0];
-    // Nobody waits on it: the progress threads drive it, its end releases the stream.
-    enqueue(ctx, planned->plans, planned->choice.nchannels, false, &op->request);
+  if (premul.set) host.op = STRATA_SUM;
+  const PlannedCall* planned = nullptr;
+  Status s = lookup(host, &planned);
+  if (!s.isOk()) {
+    st.cancel(op);
+    return s;
   }
-  Status f = st.finishStaging(lane, op, s);
-  return s.isOk() ? f : s;
+  STRATA_CHECK(st.enqueue(lane, op));
+  OpContext ctx;
+  start(host, *planned, &ctx);
+  ctx.gate = &op->parts[0];
+  // Nobody waits on it: the progress threads drive it, its end releases the stream.
+  enqueue(ctx, planned->plans, planned->choice.nchannels, false, &op->request);
+  return Status::ok();
 }
 
 Status Comm::submitGroupOnStream(const std::vector<P2pOp>& ops, gpu::StreamLane& lane,
@@ -277,17 +280,28 @@ Status Comm::submitGroupOnStream(const std::vector<P2pOp>& ops, gpu::StreamLane&
   STRATA_CHECK(checkStreamsDriven());
   streams::Stager& st = stager();
   streams::StagedOp* op = nullptr;
-  STRATA_CHECK(st.stage(lane, parts, {}, &op));
+  STRATA_CHECK(st.reserve(parts, {}, &op));
   std::vector<P2pOp> host = ops;
+  std::vector<InputGate*> gates;
   for (size_t i = 0; i < host.size(); ++i) {
     host[i].sendbuf = op->parts[i].hostInput();
     host[i].recvbuf = op->parts[i].hostOutput();
+    gates.push_back(&op->parts[i]);
   }
-  std::vector<InputGate*> gates;
-  for (streams::StagedPart& part : op->parts) gates.push_back(&part);
-  Status s = submitGroup(host, false, &op->request, &gates);
-  Status f = st.finishStaging(lane, op, s);
-  return s.isOk() ? f : s;
+  // The group must be one the exchange accepts before anything goes on the
+  // stream: checked on a copy of the message counts, which it advances.
+  P2pSequences scratch = p2pSeqs_;
+  std::vector<Message> messages;
+  ExchangeSpec spec;
+  Status s = describeP2pGroup(host, rank_, &scratch, &messages, &spec);
+  if (!s.isOk()) {
+    st.cancel(op);
+    return s;
+  }
+  STRATA_CHECK(st.enqueue(lane, op));
+  s = submitGroup(host, false, &op->request, &gates);
+  if (!s.isOk()) op->request.finishedAlone(s);  // checked above: cannot happen, but never strand the stream
+  return s;
 }
 
 void Comm::drainStreams() {

@@ -103,9 +103,20 @@ class Comm final : public FailureSink {
   // sequence number.
   // Inline: a repeated call (a cache hit) pays no call for it.
   Status prepare(const CollCall& call, const PlannedCall** planned, OpContext* ctx) {
+    STRATA_CHECK(lookup(call, planned));
+    start(call, **planned, ctx);
+    return Status::ok();
+  }
+  // The two halves of prepare(): finding the plans (which may fail), and
+  // taking the next sequence number (which may not, so a call that fails
+  // takes none and the ranks stay in step).
+  Status lookup(const CollCall& call, const PlannedCall** planned) {
     *planned = PlanKey::cacheable(call) ? cache_.find(PlanKey::of(call)) : nullptr;
     if (!*planned) STRATA_CHECK(planMiss(call, planned));
-    *ctx = (*planned)->ctx;
+    return Status::ok();
+  }
+  void start(const CollCall& call, const PlannedCall& planned, OpContext* ctx) {
+    *ctx = planned.ctx;
     ctx->input = static_cast<const char*>(call.sendbuf);
     ctx->output = static_cast<char*>(call.recvbuf);
     ctx->tag.seq = ++seq_;
@@ -114,8 +125,7 @@ class Comm final : public FailureSink {
       ctx->input = reinterpret_cast<const char*>(&kZero);
       ctx->output = reinterpret_cast<char*>(&barrierBytes_[seq_ % barrierBytes_.size()]);
     }
-    if (log::enabled(log::Level::Trace, log::COLL)) traceStart((*planned)->choice, *ctx);
-    return Status::ok();
+    if (log::enabled(log::Level::Trace, log::COLL)) traceStart(planned.choice, *ctx);
   }
   // Builds `call`'s plans and context, kept in the cache when it keeps them.
   Status planMiss(const CollCall& call, const PlannedCall** planned);

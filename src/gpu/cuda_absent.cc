@@ -26,6 +26,8 @@ Status checkStream(void* stream, const char* argName) {
                         argName, stream, kWhy);
 }
 
+void* legacyStream() { return nullptr; }
+
 std::unique_ptr<StreamLane> cudaLane(void*) { return nullptr; }
 
 Status allocPinned(size_t bytes, void** /*out*/) {

@@ -7,6 +7,9 @@
 #include <cuda_runtime_api.h>
 #include <cudaTypedefs.h>
 
+#include <pthread.h>
+
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 
@@ -35,6 +38,7 @@ struct DriverCalls {
   PFN_cuStreamWriteValue32_v11070 writeValue32 = nullptr;
   PFN_cuGetErrorName_v6000 errorName = nullptr;
   PFN_cuGetErrorString_v6000 errorString = nullptr;
+  PFN_cuPointerGetAttributes_v7000 pointerAttributes = nullptr;
 };
 
 template <typename Fn>
@@ -52,6 +56,8 @@ struct Probe {
   RuntimeInfo info;
   DriverCalls driver;
 };
+
+std::atomic<bool> gForked{false};
 
 // Fills `devices`, or says why a device cannot be described (then CUDA is
 // not usable: a device that does not answer this will not run strata's work).
@@ -99,6 +105,10 @@ Probe probeRuntime() {
   p.driver.writeValue32 = driverCall<PFN_cuStreamWriteValue32_v11070>("cuStreamWriteValue32");
   p.driver.errorName = driverCall<PFN_cuGetErrorName_v6000>("cuGetErrorName");
   p.driver.errorString = driverCall<PFN_cuGetErrorString_v6000>("cuGetErrorString");
+  p.driver.pointerAttributes = driverCall<PFN_cuPointerGetAttributes_v7000>("cuPointerGetAttributes");
+  // A CUDA context does not survive fork(): a child of this process must
+  // not believe it has a GPU (its every call would fail, or worse).
+  pthread_atfork(nullptr, nullptr, [] { gForked.store(true, std::memory_order_relaxed); });
   // Both or neither: a lane must not mix a memop signal with a kernel wait
   // on one flag only because one symbol resolved.
   info.streamMemOps = p.driver.waitValue32 && p.driver.writeValue32;
@@ -200,14 +210,40 @@ class CudaLane final : public StreamLane {
 
 }  // namespace
 
-const RuntimeInfo& runtime() { return probe().info; }
+const RuntimeInfo& runtime() {
+  const RuntimeInfo& info = probe().info;
+  if (!gForked.load(std::memory_order_relaxed)) return info;
+  static const RuntimeInfo forked = [&] {
+    RuntimeInfo r = info;
+    r.usable = false;
+    r.devices.clear();
+    r.why = "this process was forked after CUDA was initialised in its parent, and a CUDA context does not "
+            "survive fork(): start CUDA work in the child only (or use spawn)";
+    return r;
+  }();
+  return forked;
+}
 
 BufferKind classify(const void* ptr) {
   if (!runtime().usable) return {};
+  if (PFN_cuPointerGetAttributes_v7000 attributes = probe().driver.pointerAttributes) {
+    unsigned int memoryType = 0;
+    unsigned long long managed = 0;  // wide enough for whatever the driver's boolean is
+    int ordinal = -1;
+    CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    void* data[] = {&memoryType, &managed, &ordinal};
+    // Memory CUDA does not know is no error: its attributes come back zero.
+    if (attributes(3, which, data, reinterpret_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS) return {MemKind::Unknown, -1};
+    if (managed) return {MemKind::Managed, ordinal};
+    if (memoryType == CU_MEMORYTYPE_DEVICE) return {MemKind::Device, ordinal};
+    if (memoryType == CU_MEMORYTYPE_HOST) return {MemKind::PinnedHost, -1};
+    return {};
+  }
   cudaPointerAttributes attr;
   if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
     cudaGetLastError();
-    return {};
+    return {MemKind::Unknown, -1};
   }
   switch (attr.type) {
     case cudaMemoryTypeHost: return {MemKind::PinnedHost, -1};
@@ -217,6 +253,8 @@ BufferKind classify(const void* ptr) {
   }
   return {};
 }
+
+void* legacyStream() { return static_cast<void*>(cudaStreamLegacy); }
 
 Status checkStream(void* stream, const char* argName) {
   if (!runtime().usable) {

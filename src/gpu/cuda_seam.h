@@ -30,7 +30,7 @@ struct DeviceInfo {
 // What the process can do with CUDA, probed once.
 struct RuntimeInfo {
   bool built = false;        // strata was built with CUDA
-  bool usable = false;       // a driver and at least one device answered
+  bool usable = false;       // a driver and at least one device answered (and no fork since)
   int runtimeVersion = 0;    // cudaRuntimeGetVersion (13000 = 13.0)
   int driverVersion = 0;     // cudaDriverGetVersion (0: no driver)
   std::string why;           // when !usable: the CUDA error (name, code, text) or "built without CUDA"
@@ -39,9 +39,11 @@ struct RuntimeInfo {
 };
 const RuntimeInfo& runtime();
 
-// Where a buffer lives. Found with cudaPointerGetAttributes when CUDA is
-// usable; Host otherwise.
-enum class MemKind : uint8_t { Host, PinnedHost, Managed, Device };
+// Where a buffer lives. Found with the driver's cuPointerGetAttributes when
+// CUDA is usable (unlike the runtime's call it creates no CUDA context, so a
+// CPU-only caller costs no GPU memory); Host otherwise.
+// Unknown: CUDA failed to answer (the caller must not touch the buffer).
+enum class MemKind : uint8_t { Host, PinnedHost, Managed, Device, Unknown };
 struct BufferKind {
   MemKind kind = MemKind::Host;
   int device = -1;  // Device, Managed: the device it belongs to
@@ -61,6 +63,10 @@ bool mapped(const void* ptr, size_t bytes);
 // stream valid, not being captured into a CUDA graph (refused with a clear
 // error). `argName` names the argument in messages.
 Status checkStream(void* stream, const char* argName);
+
+// The legacy default stream (NCCL's meaning of stream 0 for GPU buffers);
+// null without CUDA.
+void* legacyStream();
 
 // A lane on a CUDA stream (cudaStream_t as void*). Its flags must come from
 // allocPinned: the stream reads and writes them by address. Its host buffers

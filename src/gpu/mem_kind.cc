@@ -8,6 +8,7 @@ const char* memKindName(MemKind kind) {
     case MemKind::PinnedHost: return "pinned host";
     case MemKind::Managed: return "managed";
     case MemKind::Device: return "device";
+    case MemKind::Unknown: return "unknown (CUDA did not answer)";
   }
   return "unknown memory kind";
 }

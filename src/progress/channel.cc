@@ -65,6 +65,13 @@ void Channel::noteBlocked(FailureSink& comm, const ChannelPlan& plan, size_t cur
       return;
     }
   }
+  // Waiting for a GPU stream to reach the operation (or copy its input) is
+  // no peer's fault: a long kernel before a collective is normal. Peers
+  // are still watched above.
+  if (executor_.waitsOnInput(plan, cursor, ctx)) {
+    blockedSince_ = now;
+    return;
+  }
   if (now - blockedSince_ > comm.timeoutSeconds()) {
     OpDesc desc = OpDesc::unpack(ctx.tag.desc);
     const std::string wait = executor_.describeWait(plan, cursor, links, ctx);

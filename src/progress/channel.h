@@ -55,7 +55,10 @@ struct ChannelOp {
 
 class Channel {
  public:
-  static constexpr uint64_t kDepth = 32;
+  // Operations a channel holds before the caller must wait for one to end.
+  // Stream-ordered calls stay queued until their GPU stream reaches them, so
+  // a training loop may run this far ahead of its GPU.
+  static constexpr uint64_t kDepth = 128;
 
   ChannelLinks links;
 

@@ -35,7 +35,7 @@ size_t headBytes(size_t parts) { return alignUp(sizeof(Head) + parts * sizeof(gp
 bool StagedPart::ready(uint64_t endByte) {
   uint32_t need = 1;
   if (chunkBytes_) need = static_cast<uint32_t>(std::clamp<uint64_t>((endByte + chunkBytes_ - 1) / chunkBytes_, 1, chunks_));
-  if (op_->premul_.scalar) {
+  if (op_->premul_.set) {
     if (scaled_.load(std::memory_order_acquire) >= need) return true;
     return op_->scaleLanded(*this) >= need;
   }
@@ -56,16 +56,16 @@ uint32_t StagedOp::scaleLanded(StagedPart& part) {
   const size_t elem = strata_datatype_size(premul_.datatype);
   const size_t begin = part.chunkBytes_ ? from * part.chunkBytes_ : 0;
   const size_t end = part.chunkBytes_ ? std::min(part.spec_.in.bytes, to * part.chunkBytes_) : part.spec_.in.bytes;
-  // The staged copy is this operation's own: scaled where it lies.
+  // A copy the stream made is this operation's own: scaled where it lies.
+  // A host input is scaled from where the caller keeps it.
   char* data = const_cast<char*>(part.hostIn_) + begin;
-  kernels::scaleBy(data, data, (end - begin) / elem, premul_.datatype, scalar_);
+  const char* source = part.copyIn_ ? data : static_cast<const char*>(part.spec_.in.ptr) + begin;
+  kernels::scaleBy(data, source, (end - begin) / elem, premul_.datatype, scalar_);
   part.scaled_.store(to, std::memory_order_release);
   return to;
 }
 
-void StagedOp::released(void* self) {
-  static_cast<StagedOp*>(self)->release_->store(1, std::memory_order_release);
-}
+void StagedOp::released(void* self) { static_cast<StagedOp*>(self)->release(); }
 
 bool StagedOp::finished() const { return finish_->load(std::memory_order_acquire) != 0; }
 
@@ -79,7 +79,12 @@ Stager::~Stager() {
                 "%zu stream-ordered operations were still in flight on their CUDA streams when the "
                 "communicator went away; their pinned memory is left allocated so the streams cannot "
                 "write freed memory", ops_.size());
-  for (auto& op : ops_) op.release();  // leaked on purpose, with their blocks
+  for (auto& op : ops_) {
+    // Nothing drives their collectives any more: let their streams go on
+    // (into memory that stays allocated), then leak them with their blocks.
+    op->release();
+    (void)op.release();
+  }
   for (const Block& b : free_) allocator_.free(b.ptr);
 }
 
@@ -100,9 +105,10 @@ Status Stager::takeBlock(size_t bytes, void** block, size_t* got) {
 
 void Stager::giveBack(void* block, size_t bytes) {
   free_.push_back({block, bytes});
-  // Keep the most recent blocks up to the cache limit: a training loop
-  // stages the same sizes every step.
-  while (cachedBytes() > cacheBytes_ && !free_.empty()) {
+  // Keep the most recent blocks up to the cache limit, and always the one
+  // just returned: a training loop stages the same sizes every step, and
+  // freeing pinned memory (cudaFreeHost) may wait for the GPU.
+  while (cachedBytes() > cacheBytes_ && free_.size() > 1) {
     allocator_.free(free_.front().ptr);
     free_.erase(free_.begin());
   }
@@ -114,8 +120,7 @@ size_t Stager::cachedBytes() const {
   return total;
 }
 
-Status Stager::stage(gpu::StreamLane& lane, const std::vector<PartSpec>& parts, const PreMul& premul,
-                     StagedOp** out) {
+Status Stager::reserve(const std::vector<PartSpec>& parts, const PreMul& premul, StagedOp** out) {
   reap();
   // The layout: staged inputs that lie inside a staged output (in place)
   // share its area, and the other way round.
@@ -123,7 +128,7 @@ Status Stager::stage(gpu::StreamLane& lane, const std::vector<PartSpec>& parts, 
   size_t bytes = headBytes(parts.size());
   for (size_t i = 0; i < parts.size(); ++i) {
     const PartSpec& p = parts[i];
-    const bool stageIn = p.in.bytes > 0 && (p.in.staged || premul.scalar);
+    const bool stageIn = p.in.bytes > 0 && (p.in.staged || premul.set);
     const bool stageOut = p.out.bytes > 0 && p.out.staged;
     const bool inInOut = stageIn && stageOut && inside(p.in.ptr, p.out);
     const bool outInIn = stageIn && stageOut && !inInOut && inside(p.out.ptr, p.in);
@@ -145,13 +150,13 @@ Status Stager::stage(gpu::StreamLane& lane, const std::vector<PartSpec>& parts, 
   for (size_t i = 0; i < parts.size(); ++i) new (&landed[i]) gpu::Flag(0);
 
   auto op = std::make_unique<StagedOp>();
-  op->laneName_ = lane.name();
   op->block_ = block;
   op->blockBytes_ = blockBytes;
   op->release_ = &head->release;
   op->finish_ = &head->finish;
   op->premul_ = premul;
   op->scalar_ = head->scalar;
+  if (premul.set && !premul.onDevice) std::memcpy(head->scalar, premul.value, sizeof(premul.value));
   op->parts = std::vector<StagedPart>(parts.size());
   for (size_t i = 0; i < parts.size(); ++i) {
     StagedPart& part = op->parts[i];
@@ -167,58 +172,73 @@ Status Stager::stage(gpu::StreamLane& lane, const std::vector<PartSpec>& parts, 
       part.hostIn_ = part.hostOut_ + (static_cast<const char*>(p.in.ptr) - static_cast<const char*>(p.out.ptr));
     if (outAt[i] == SIZE_MAX - 1)
       part.hostOut_ = const_cast<char*>(part.hostIn_) + (static_cast<const char*>(p.out.ptr) - static_cast<const char*>(p.in.ptr));
-    if (inAt[i] != SIZE_MAX) {
+    part.copyIn_ = inAt[i] != SIZE_MAX && p.in.staged;
+    if (part.copyIn_) {
       part.chunkBytes_ = chunkBytes_;
       part.chunks_ = static_cast<uint32_t>(std::max<size_t>(1, (p.in.bytes + chunkBytes_ - 1) / chunkBytes_));
     }
   }
-  // From here on the stream may hold commands on the block: it is freed
-  // only once the stream says it is done with it.
-  StagedOp* raw = op.get();
+  op->request.onDone(&StagedOp::released, op.get());
+  *out = op.get();
   ops_.push_back(std::move(op));
-  raw->request.onDone(&StagedOp::released, raw);
-
-  Status s;
-  if (premul.scalar) {
-    const size_t elem = strata_datatype_size(premul.datatype);
-    if (premul.onDevice) s = lane.copy(head->scalar, premul.scalar, elem);
-    else std::memcpy(head->scalar, premul.scalar, elem);
-  }
-  for (size_t i = 0; i < parts.size() && s.isOk(); ++i) {
-    StagedPart& part = raw->parts[i];
-    if (inAt[i] == SIZE_MAX) {
-      s = lane.signal(part.landed_, 1);
-      continue;
-    }
-    for (uint32_t c = 0; c < part.chunks_ && s.isOk(); ++c) {
-      const size_t off = c * part.chunkBytes_;
-      const size_t len = std::min(part.chunkBytes_, part.spec_.in.bytes - off);
-      s = lane.copy(const_cast<char*>(part.hostIn_) + off, static_cast<const char*>(part.spec_.in.ptr) + off, len);
-      if (s.isOk()) s = lane.signal(part.landed_, c + 1);
-    }
-  }
-  if (!s.isOk()) {
-    // The stream holds some of the commands: nothing the host collective
-    // could wait for will come. The block stays with the stream.
-    raw->release_->store(1, std::memory_order_release);
-    (void)lane.signal(raw->finish_, 1);
-    return s;
-  }
-  *out = raw;
   return Status::ok();
 }
 
-Status Stager::finishStaging(gpu::StreamLane& lane, StagedOp* op, const Status& submitted) {
-  if (!submitted.isOk()) {
-    op->release_->store(1, std::memory_order_release);
-    return lane.signal(op->finish_, 1);
+void Stager::forget(StagedOp* op) {
+  for (auto it = ops_.begin(); it != ops_.end(); ++it)
+    if (it->get() == op) {
+      ops_.erase(it);
+      return;
+    }
+}
+
+void Stager::cancel(StagedOp* op) {
+  giveBack(op->block_, op->blockBytes_);
+  forget(op);
+}
+
+Status Stager::enqueue(gpu::StreamLane& lane, StagedOp* op) {
+  op->laneName_ = lane.name();
+  bool any = false;  // whether the stream holds a command on the block
+  Status s;
+  auto put = [&](Status enqueued) {
+    any |= enqueued.isOk();
+    s = enqueued;
+    return s.isOk();
+  };
+  bool ok = true;
+  if (op->premul_.set && op->premul_.onDevice)
+    ok = put(lane.copy(const_cast<void*>(op->scalar_), op->premul_.onDevice, strata_datatype_size(op->premul_.datatype)));
+  for (size_t i = 0; i < op->parts.size() && ok; ++i) {
+    StagedPart& part = op->parts[i];
+    if (!part.copyIn_) {
+      ok = put(lane.signal(part.landed_, 1));
+      continue;
+    }
+    for (uint32_t c = 0; c < part.chunks_ && ok; ++c) {
+      const size_t off = c * part.chunkBytes_;
+      const size_t len = std::min(part.chunkBytes_, part.spec_.in.bytes - off);
+      ok = put(lane.copy(const_cast<char*>(part.hostIn_) + off, static_cast<const char*>(part.spec_.in.ptr) + off, len)) &&
+           put(lane.signal(part.landed_, c + 1));
+    }
   }
-  STRATA_CHECK(lane.wait(op->release_, 1));
-  for (StagedPart& part : op->parts) {
+  ok = ok && put(lane.wait(op->release_, 1));
+  for (size_t i = 0; i < op->parts.size() && ok; ++i) {
+    const StagedPart& part = op->parts[i];
     const UserBuffer& o = part.spec_.out;
-    if (o.staged && o.bytes > 0) STRATA_CHECK(lane.copy(const_cast<void*>(o.ptr), part.hostOut_, o.bytes));
+    if (o.staged && o.bytes > 0) ok = put(lane.copy(const_cast<void*>(o.ptr), part.hostOut_, o.bytes));
   }
-  return lane.signal(op->finish_, 1);
+  ok = ok && put(lane.signal(op->finish_, 1));
+  if (ok) return Status::ok();
+  if (!any) {
+    cancel(op);
+    return s;
+  }
+  // Part of it is on the stream: let the stream through its wait, and keep
+  // the block until it says it is done (it may never: it is leaked then).
+  op->release();
+  (void)lane.signal(op->finish_, 1);
+  return s;
 }
 
 void Stager::reap() {

@@ -11,9 +11,15 @@
 //      on a dead peer);
 //   3. copy the output back, then signal `finished`: the pinned memory may
 //      be reused.
-// Buffers in host memory are not copied (but for a pre-multiplied input,
-// scaled into pinned memory): the operation still waits for the stream to
-// reach it (landed >= 1) before it touches them.
+// Buffers in host memory are not copied (a pre-multiplied host input is
+// scaled into pinned memory by the host, never copied by the stream: CUDA
+// runs host-to-host copies synchronously, which would hold the caller until
+// the stream's earlier work is done). The operation still waits for the
+// stream to reach it (landed >= 1) before it touches host buffers.
+//
+// All of an operation's stream work is enqueued before its collective is
+// queued on the channels: a call that fails has not been issued, and a
+// collective that runs always has its stream wait released.
 //
 // Everything here speaks only to StreamLane and a pinned allocator, so the
 // tests run the whole state machine on host memory with a host lane.
@@ -58,8 +64,11 @@ struct PartSpec {
 // Every input element multiplied by a scalar before the sum
 // (strata_call_options_t::premul_scalar).
 struct PreMul {
-  const void* scalar = nullptr;  // null: none
-  bool onDevice = false;         // read on the stream, when the operation runs
+  bool set = false;
+  // Device memory: read on the stream, when the operation runs. Host memory
+  // is read when the call is made, into `value`.
+  const void* onDevice = nullptr;
+  alignas(8) unsigned char value[8] = {};
   strata_datatype_t datatype = STRATA_FLOAT32;
 };
 
@@ -84,6 +93,7 @@ class StagedPart final : public InputGate {
   gpu::Flag* landed_ = nullptr;
   uint32_t chunks_ = 1;     // signals the stream sends for this part's input
   size_t chunkBytes_ = 0;   // input bytes per signal (the last may be short); 0: one signal for all
+  bool copyIn_ = false;     // the stream copies the input into hostIn_ (device memory)
   // With a PreMul: chunks scaled so far. Several channels' drivers may ask
   // at once, so scaling happens under the operation's lock.
   std::atomic<uint32_t> scaled_{0};
@@ -103,11 +113,12 @@ class StagedOp {
   friend class Stager;
   friend class StagedPart;
   static void released(void* self);
+  void release() { release_->store(1, std::memory_order_release); }
   // Scales the part's chunks that landed since the last call; returns the
   // chunks scaled in all.
   uint32_t scaleLanded(StagedPart& part);
 
-  std::string laneName_;
+  std::string laneName_ = "its stream";
   void* block_ = nullptr;
   size_t blockBytes_ = 0;
   gpu::Flag* release_ = nullptr;
@@ -126,16 +137,17 @@ class Stager {
   Stager(PinnedAllocator allocator, size_t chunkBytes, size_t cacheBytes);
   ~Stager();  // frees what drain() let go; leaks blocks a stream may still use
 
-  // Prepares an operation: its pinned memory, and on `lane` the input
-  // copies and their signals. The caller then submits the host collective
-  // over op->parts (with op->request and the parts as gates) and calls
-  // finishStaging, whatever the submission's outcome.
-  Status stage(gpu::StreamLane& lane, const std::vector<PartSpec>& parts, const PreMul& premul, StagedOp** out);
-  // Enqueues the wait for the host collective and the output copies. If
-  // `submitted` is not ok the collective never started: the stream is
-  // released at once and the output left alone.
-  Status finishStaging(gpu::StreamLane& lane, StagedOp* op, const Status& submitted);
-
+  // Lays out an operation's pinned memory (from the cache, or allocated):
+  // nothing is on any stream yet. The caller checks that its collective can
+  // be queued, then enqueue()s it, or cancel()s it.
+  Status reserve(const std::vector<PartSpec>& parts, const PreMul& premul, StagedOp** out);
+  void cancel(StagedOp* op);
+  // Enqueues all of the operation's stream work on `lane`: the input copies
+  // and their signals, the wait for the collective, the output copies, the
+  // `finished` signal. If the lane fails part-way the operation is released
+  // at once (the stream must not wait for a collective that will not run;
+  // the output is then undefined) and its block stays with the stream.
+  Status enqueue(gpu::StreamLane& lane, StagedOp* op);
   // Frees the operations the stream is done with.
   void reap();
   // Operations whose host collective has not ended.
@@ -150,6 +162,7 @@ class Stager {
  private:
   Status takeBlock(size_t bytes, void** block, size_t* got);
   void giveBack(void* block, size_t bytes);
+  void forget(StagedOp* op);
 
   PinnedAllocator allocator_;
   size_t chunkBytes_;

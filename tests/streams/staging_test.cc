@@ -22,6 +22,13 @@ constexpr size_t kChunk = 4096;
 
 Stager makeStager(size_t cache = 1 << 20) { return Stager({&test::hostAlloc, &test::hostFree}, kChunk, cache); }
 
+// What Comm does for a call: lay it out, then put all its stream work on the lane.
+Status stage(Stager& stager, HostLane& lane, const std::vector<PartSpec>& parts, const PreMul& premul,
+             StagedOp** op) {
+  STRATA_CHECK(stager.reserve(parts, premul, op));
+  return stager.enqueue(lane, *op);
+}
+
 std::vector<float> ramp(size_t n, float base) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = base + static_cast<float>(i);
@@ -44,11 +51,10 @@ TEST(Staging, InputLandsChunkByChunkOnlyOnceTheStreamGetsThere) {
   std::vector<float> in = ramp(n, 1), out(n, -1);
   PartSpec part{{in.data(), n * sizeof(float), true}, {out.data(), n * sizeof(float), true}};
   StagedOp* op = nullptr;
-  ASSERT_TRUE(stager.stage(lane, {part}, {}, &op).isOk());
+  ASSERT_TRUE(stage(stager, lane, {part}, {}, &op).isOk());
   StagedPart& gate = op->parts[0];
   EXPECT_NE(gate.hostInput(), static_cast<const char*>(static_cast<void*>(in.data())));
   op->request.start(1);
-  ASSERT_TRUE(stager.finishStaging(lane, op, Status::ok()).isOk());
 
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_FALSE(gate.ready(0)) << "nothing may run before the stream reaches the operation";
@@ -77,13 +83,12 @@ TEST(Staging, GateOpensPerChunk) {
   const size_t bytes = 4 * kChunk;
   std::vector<char> in(bytes, 7), out(bytes, 0);
   StagedOp* op = nullptr;
-  ASSERT_TRUE(stager.stage(lane, {{{in.data(), bytes, true}, {out.data(), bytes, true}}}, {}, &op).isOk());
+  ASSERT_TRUE(stage(stager, lane, {{{in.data(), bytes, true}, {out.data(), bytes, true}}}, {}, &op).isOk());
   StagedPart& gate = op->parts[0];
   ASSERT_TRUE(eventually([&] { return gate.ready(bytes); }));
   EXPECT_TRUE(gate.ready(kChunk));
   EXPECT_TRUE(gate.ready(0));
   op->request.start(1);
-  ASSERT_TRUE(stager.finishStaging(lane, op, Status::ok()).isOk());
   op->request.channelDone();
   lane.sync();
   EXPECT_TRUE(op->finished());
@@ -94,9 +99,8 @@ TEST(Staging, AFailedCollectiveStillReleasesTheStream) {
   HostLane lane;
   std::vector<int32_t> in(1000, 3), out(1000, 5);
   StagedOp* op = nullptr;
-  ASSERT_TRUE(stager.stage(lane, {{{in.data(), 4000, true}, {out.data(), 4000, true}}}, {}, &op).isOk());
+  ASSERT_TRUE(stage(stager, lane, {{{in.data(), 4000, true}, {out.data(), 4000, true}}}, {}, &op).isOk());
   op->request.start(2);  // two channels
-  ASSERT_TRUE(stager.finishStaging(lane, op, Status::ok()).isOk());
   op->request.channelFailed(STRATA_ERROR(STRATA_ERR_REMOTE, "peer died"));
   EXPECT_FALSE(op->finished()) << "one channel is still running";
   op->request.channelDone();
@@ -105,18 +109,17 @@ TEST(Staging, AFailedCollectiveStillReleasesTheStream) {
   EXPECT_EQ(op->request.status().code(), STRATA_ERR_REMOTE);
 }
 
-TEST(Staging, ASubmissionThatFailsReleasesTheStreamAndLeavesTheOutputAlone) {
+TEST(Staging, ACallThatCannotBeQueuedIsCancelledBeforeTheStreamSeesIt) {
   Stager stager = makeStager();
   HostLane lane;
   std::vector<int32_t> in(1000, 3), out(1000, 5);
   StagedOp* op = nullptr;
-  ASSERT_TRUE(stager.stage(lane, {{{in.data(), 4000, true}, {out.data(), 4000, true}}}, {}, &op).isOk());
-  ASSERT_TRUE(stager.finishStaging(lane, op, STRATA_ERROR(STRATA_ERR_INVALID_USAGE, "refused")).isOk());
+  ASSERT_TRUE(stager.reserve({{{in.data(), 4000, true}, {out.data(), 4000, true}}}, {}, &op).isOk());
+  stager.cancel(op);
   lane.sync();
-  EXPECT_TRUE(op->finished());
   EXPECT_EQ(out, std::vector<int32_t>(1000, 5));
-  stager.reap();
   EXPECT_EQ(stager.inFlight(), 0u);
+  EXPECT_GT(stager.cachedBytes(), 0u);
 }
 
 TEST(Staging, ABrokenStreamFailsTheCallAndTheBlockWaitsForIt) {
@@ -125,11 +128,17 @@ TEST(Staging, ABrokenStreamFailsTheCallAndTheBlockWaitsForIt) {
   lane.failCopy(2);
   std::vector<char> in(3 * kChunk, 1), out(3 * kChunk, 0);
   StagedOp* op = nullptr;
-  Status s = stager.stage(lane, {{{in.data(), in.size(), true}, {out.data(), out.size(), true}}}, {}, &op);
+  Status s = stage(stager, lane, {{{in.data(), in.size(), true}, {out.data(), out.size(), true}}}, {}, &op);
   EXPECT_EQ(s.code(), STRATA_ERR_CUDA);
-  lane.sync();
+  lane.sync();  // the stream got past its wait: the failed call released it
   stager.reap();
   EXPECT_EQ(stager.inFlight(), 0u) << "the stream said it was done with the block";
+  // A stream that refuses the very first command holds nothing: the block
+  // goes back at once.
+  lane.failCopy(1);
+  s = stage(stager, lane, {{{in.data(), in.size(), true}, {out.data(), out.size(), true}}}, {}, &op);
+  EXPECT_EQ(s.code(), STRATA_ERR_CUDA);
+  EXPECT_EQ(stager.inFlight(), 0u);
 }
 
 TEST(Staging, InPlaceBuffersShareOneStagingArea) {
@@ -140,20 +149,18 @@ TEST(Staging, InPlaceBuffersShareOneStagingArea) {
   std::iota(buf.begin(), buf.end(), 0.f);
   const size_t block = 256 * sizeof(float);
   StagedOp* op = nullptr;
-  ASSERT_TRUE(stager.stage(lane, {{{buf.data() + 512, block, true}, {buf.data(), 4 * block, true}}}, {}, &op).isOk());
+  ASSERT_TRUE(stage(stager, lane, {{{buf.data() + 512, block, true}, {buf.data(), 4 * block, true}}}, {}, &op).isOk());
   EXPECT_EQ(op->parts[0].hostInput(), op->parts[0].hostOutput() + 2 * block);
   ASSERT_TRUE(eventually([&] { return op->parts[0].ready(block); }));
   EXPECT_EQ(0, std::memcmp(op->parts[0].hostInput(), buf.data() + 512, block));
   op->request.start(1);
-  ASSERT_TRUE(stager.finishStaging(lane, op, Status::ok()).isOk());
   op->request.channelDone();
   lane.sync();
   // reduce_scatter in place: the output is block 1 of the input.
   StagedOp* rs = nullptr;
-  ASSERT_TRUE(stager.stage(lane, {{{buf.data(), 4 * block, true}, {buf.data() + 256, block, true}}}, {}, &rs).isOk());
+  ASSERT_TRUE(stage(stager, lane, {{{buf.data(), 4 * block, true}, {buf.data() + 256, block, true}}}, {}, &rs).isOk());
   EXPECT_EQ(rs->parts[0].hostOutput(), rs->parts[0].hostInput() + block);
   rs->request.start(1);
-  ASSERT_TRUE(stager.finishStaging(lane, rs, Status::ok()).isOk());
   rs->request.channelDone();
   lane.sync();
 }
@@ -164,14 +171,13 @@ TEST(Staging, HostBuffersAreUsedWhereTheyAre) {
   lane.hold();
   std::vector<double> in(100, 1.5), out(100, 0);
   StagedOp* op = nullptr;
-  ASSERT_TRUE(stager.stage(lane, {{{in.data(), 800, false}, {out.data(), 800, false}}}, {}, &op).isOk());
+  ASSERT_TRUE(stage(stager, lane, {{{in.data(), 800, false}, {out.data(), 800, false}}}, {}, &op).isOk());
   EXPECT_EQ(op->parts[0].hostInput(), reinterpret_cast<const char*>(in.data()));
   EXPECT_EQ(op->parts[0].hostOutput(), reinterpret_cast<char*>(out.data()));
   EXPECT_FALSE(op->parts[0].ready(0)) << "host buffers too wait for the stream's earlier work";
   lane.go();
   ASSERT_TRUE(eventually([&] { return op->parts[0].ready(800); }));
   op->request.start(1);
-  ASSERT_TRUE(stager.finishStaging(lane, op, Status::ok()).isOk());
   op->request.channelDone();
   lane.sync();
   EXPECT_TRUE(op->finished());
@@ -180,16 +186,21 @@ TEST(Staging, HostBuffersAreUsedWhereTheyAre) {
 // The pre-multiplied sum's scaling: each landed chunk scaled exactly once,
 // whichever of several drivers asks first.
 template <typename T>
-void checkPremul(strata_datatype_t dt, T scalar, bool scalarOnDevice, const std::vector<T>& in,
+void checkPremul(strata_datatype_t dt, T scalar, bool scalarOnDevice, bool inputOnDevice, const std::vector<T>& in,
                  const std::function<double(T)>& widen, double tolerance) {
   Stager stager = makeStager();
   HostLane lane;
   std::vector<T> out(in.size());
   StagedOp* op = nullptr;
-  PreMul premul{&scalar, scalarOnDevice, dt};
+  PreMul premul;
+  premul.set = true;
+  premul.datatype = dt;
+  if (scalarOnDevice) premul.onDevice = &scalar;
+  else std::memcpy(premul.value, &scalar, sizeof(T));
   const size_t bytes = in.size() * sizeof(T);
-  ASSERT_TRUE(stager.stage(lane, {{{in.data(), bytes, true}, {out.data(), bytes, true}}}, premul, &op).isOk());
+  ASSERT_TRUE(stage(stager, lane, {{{in.data(), bytes, inputOnDevice}, {out.data(), bytes, true}}}, premul, &op).isOk());
   StagedPart& gate = op->parts[0];
+  EXPECT_NE(gate.hostInput(), reinterpret_cast<const char*>(in.data())) << "the caller's input is never scaled in place";
   std::vector<std::thread> drivers;
   for (int t = 0; t < 3; ++t)
     drivers.emplace_back([&] { eventually([&] { return gate.ready(bytes); }); });
@@ -200,36 +211,52 @@ void checkPremul(strata_datatype_t dt, T scalar, bool scalarOnDevice, const std:
     ASSERT_NEAR(widen(scaled[i]), widen(in[i]) * widen(scalar), tolerance * std::fabs(widen(in[i]) * widen(scalar)) + 1e-30)
         << "element " << i;
   op->request.start(1);
-  ASSERT_TRUE(stager.finishStaging(lane, op, Status::ok()).isOk());
   op->request.channelDone();
   lane.sync();
 }
 
 TEST(Staging, PreMultipliesEveryLandedChunkOnce) {
   const size_t n = 5 * kChunk / sizeof(float) + 3;
-  checkPremul<float>(STRATA_FLOAT32, 0.25f, true, ramp(n, -100), [](float v) { return double(v); }, 0);
+  checkPremul<float>(STRATA_FLOAT32, 0.25f, true, true, ramp(n, -100), [](float v) { return double(v); }, 0);
+  // A host input is scaled into pinned memory by the host, not copied by the stream.
+  checkPremul<float>(STRATA_FLOAT32, -2.f, false, false, ramp(n, 3), [](float v) { return double(v); }, 0);
   std::vector<double> d(n);
   for (size_t i = 0; i < n; ++i) d[i] = 1.0 / (1 + i);
-  checkPremul<double>(STRATA_FLOAT64, 3.0, false, d, [](double v) { return v; }, 1e-15);
+  checkPremul<double>(STRATA_FLOAT64, 3.0, false, true, d, [](double v) { return v; }, 1e-15);
   std::vector<int32_t> ints(n);
   std::iota(ints.begin(), ints.end(), -7);
-  checkPremul<int32_t>(STRATA_INT32, -3, true, ints, [](int32_t v) { return double(v); }, 0);
+  checkPremul<int32_t>(STRATA_INT32, -3, true, false, ints, [](int32_t v) { return double(v); }, 0);
 }
 
-TEST(Staging, CacheKeepsBlocksUpToItsLimit) {
+TEST(Staging, CacheKeepsTheLastBlockAndOthersUpToItsLimit) {
   Stager stager = makeStager(/*cache=*/3 * kChunk);
   HostLane lane;
-  std::vector<char> big(16 * kChunk, 1), out(16 * kChunk);
-  for (int round = 0; round < 2; ++round) {
+  auto runOne = [&](std::vector<char>& in, std::vector<char>& out) {
     StagedOp* op = nullptr;
-    ASSERT_TRUE(stager.stage(lane, {{{big.data(), big.size(), true}, {out.data(), out.size(), true}}}, {}, &op).isOk());
+    ASSERT_TRUE(stage(stager, lane, {{{in.data(), in.size(), true}, {out.data(), out.size(), true}}}, {}, &op).isOk());
     op->request.start(1);
-    ASSERT_TRUE(stager.finishStaging(lane, op, Status::ok()).isOk());
     op->request.channelDone();
     lane.sync();
     stager.reap();
-    EXPECT_LE(stager.cachedBytes(), 3 * kChunk) << "a block larger than the cache is not kept";
+  };
+  std::vector<char> big(16 * kChunk, 1), bigOut(16 * kChunk), small(kChunk, 2), smallOut(kChunk);
+  runOne(big, bigOut);
+  const size_t kept = stager.cachedBytes();
+  EXPECT_GE(kept, 32 * kChunk) << "the block just used stays, however large: the next step needs it again";
+  runOne(big, bigOut);
+  EXPECT_EQ(stager.cachedBytes(), kept) << "the same size again reuses it";
+  // Two in flight at once take two blocks; once both are back, the older
+  // one goes: the cache is over its limit.
+  StagedOp *a = nullptr, *b = nullptr;
+  ASSERT_TRUE(stage(stager, lane, {{{big.data(), big.size(), true}, {bigOut.data(), bigOut.size(), true}}}, {}, &a).isOk());
+  ASSERT_TRUE(stage(stager, lane, {{{small.data(), small.size(), true}, {smallOut.data(), small.size(), true}}}, {}, &b).isOk());
+  for (StagedOp* op : {a, b}) {
+    op->request.start(1);
+    op->request.channelDone();
   }
+  lane.sync();
+  stager.reap();
+  EXPECT_LE(stager.cachedBytes(), 3 * kChunk) << "other blocks go once the cache is over its limit";
 }
 
 }  // namespace

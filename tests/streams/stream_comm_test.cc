@@ -125,6 +125,29 @@ TEST(StreamComm, AllgatherInPlaceReduceScatterAndAnExchangeOnAStream) {
   }, {{"STRATA_GPU_CHUNK_BYTES", "4096"}});
 }
 
+TEST(StreamComm, AStreamBusyLongerThanTheTimeoutIsNoFailure) {
+  runOnComm(2, [](Comm& comm, strata_comm_t handle, int rank, int nranks, Reporter& r) {
+    HostLane lane;
+    std::vector<int32_t> in(5000, rank + 1), out(5000, 0);
+    // Every rank's GPU is busy for 2.5 s (the same long step before the
+    // call, as in data-parallel training), with STRATA_TIMEOUT=1: waiting
+    // for one's own stream is no timeout. (A rank whose peer's GPU lags
+    // that long does time out, as it would behind a slow host.)
+    lane.hold();
+    Status s = comm.submitOnStream(callOf(Coll::Allreduce, in.size(), STRATA_INT32), lane,
+                                   {{in.data(), 20000, true}, {out.data(), 20000, true}}, {});
+    if (!s.isOk()) return r.fail("submitOnStream: %s", s.message().c_str());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    lane.go();
+    lane.sync();
+    strata_result_t async = STRATA_SUCCESS;
+    strata_comm_get_async_error(handle, &async);
+    if (async != STRATA_SUCCESS) return r.fail("async error %s: %s", strata_result_string(async), strata_comm_last_error(handle));
+    for (int32_t v : out)
+      if (v != nranks * (nranks + 1) / 2) return r.fail("out=%d", v);
+  }, {{"STRATA_TIMEOUT", "1"}});
+}
+
 TEST(StreamComm, APeerThatAbortsReleasesTheStreamAndReachesTheAsyncError) {
   runOnComm(2, [](Comm& comm, strata_comm_t handle, int rank, int, Reporter& r) {
     if (rank == 1) {
