@@ -54,15 +54,21 @@ fi
 # Under ASan, shared memory and fork work as usual; leaks are reported too.
 # No torch backend here: python cannot load a sanitized libstrata, so its
 # tests could only skip (tests/python says why), and it is the slowest build.
+# No CUDA either: without a GPU its code answers "no driver" (the release
+# leg tests that), and nvcc would only add build time.
 ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   run_suite build-asan "address+undefined sanitizers" "" \
-  -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Db_lundef=false -Ducx=enabled -Dtorch=disabled
+  -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Db_lundef=false -Ducx=enabled -Dtorch=disabled \
+  -Dcuda=disabled
 # A TSan report makes the reporting process exit non-zero, failing its test.
-# Only what those tests need is built (no torch, benchmarks or MPI programs).
+# Only what those tests need is built (no torch, benchmarks, MPI programs or
+# CUDA: stream-ordered calls' staging is the same code either way, and its
+# tests run it with host threads for streams).
 TSAN_OPTIONS=halt_on_error=1 \
-  run_suite build-tsan "thread sanitizer" "plans api collectives robustness robustness_tcp handshake" \
-  -Db_sanitize=thread -Dbuildtype=debugoptimized -Db_lundef=false -Dtorch=disabled -Dbenchmarks=disabled -Dmpi=disabled
+  run_suite build-tsan "thread sanitizer" "plans api collectives robustness robustness_tcp handshake staging stream_comm" \
+  -Db_sanitize=thread -Dbuildtype=debugoptimized -Db_lundef=false -Dtorch=disabled -Dbenchmarks=disabled -Dmpi=disabled \
+  -Dcuda=disabled
 
 shm_after=$(ls /dev/shm 2>/dev/null | grep '^strata-' | sort || true)
 leftovers=$(comm -13 <(echo "$shm_before") <(echo "$shm_after") | grep . || true)

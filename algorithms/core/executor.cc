@@ -108,10 +108,18 @@ Advance PlanExecutor::advance(const ChannelPlan& plan, size_t* cursor, const OpC
   return Advance::Done;
 }
 
+InputGate* PlanExecutor::closedGate(const Step& step, const OpContext& ctx) {
+  InputGate* gate = ctx.messages ? ctx.messages[step.msg].gate : ctx.gate;
+  if (!gate) return nullptr;
+  const bool readsInput = !(step.flags & kInFromOutput) && step.prim != Prim::Recv && step.prim != Prim::RecvCopySend;
+  return gate->ready(readsInput ? (step.inOffset + step.count) * ctx.elemSize : 0) ? nullptr : gate;
+}
+
 PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ctx,
                                            const ChannelLinks& links, Status* error) {
   const size_t bytes = step.count * ctx.elemSize;
   const Message msg = ctx.message(step);
+  if (msg.gate && closedGate(step, ctx)) return StepResult::NotReady;
   const char* in = (step.flags & kInFromOutput ? msg.output : msg.input) + step.inOffset * ctx.elemSize;
   char* out = msg.output + step.outOffset * ctx.elemSize;
 
@@ -220,8 +228,10 @@ PlanExecutor::StepResult PlanExecutor::reduceAll(const Step& step, const Message
   return StepResult::Ran;
 }
 
-bool PlanExecutor::waitsOnMemory(const ChannelPlan& plan, size_t cursor, const ChannelLinks& links) {
+bool PlanExecutor::waitsOnMemory(const ChannelPlan& plan, size_t cursor, const ChannelLinks& links,
+                                 const OpContext& ctx) {
   if (cursor >= plan.steps.size()) return false;  // only bytes left to flush: sockets
+  if (closedGate(plan.steps[cursor], ctx)) return true;
   size_t bytes = 0;
   SlotTag tag;
   auto memoryRecv = [&](int peer) {
@@ -285,6 +295,7 @@ std::string PlanExecutor::describeWait(const ChannelPlan& plan, size_t cursor, c
                                        const OpContext& ctx) {
   if (cursor >= plan.steps.size()) return "flushing its last sends";
   const Step& step = plan.steps[cursor];
+  if (InputGate* gate = closedGate(step, ctx)) return "step " + std::string(primName(step.prim)) + "; " + gate->describeWait();
   const SlotTag want = ctx.message(step).tag;
   std::string text = std::string("step ") + primName(step.prim);
   size_t bytes = 0;

@@ -9,6 +9,7 @@
 
 #include "connector.h"
 #include "plan.h"
+#include "input_gate.h"
 #include "kernels.h"
 #include "memory.h"
 
@@ -43,6 +44,7 @@ struct Message {
   const char* input;
   char* output;
   SlotTag tag;
+  InputGate* gate = nullptr;  // stream-ordered: input that arrives while the message runs
 };
 
 // Everything a step needs to know about the running operation.
@@ -66,9 +68,12 @@ struct OpContext {
   // When set, replaces input, output and tag: message i is messages[i]. The
   // array outlives the operation (its owner keeps it with the request).
   const Message* messages = nullptr;
+  // A stream-ordered operation's input arrives over time (input_gate.h);
+  // null for host-ordered calls, whose input is all there.
+  InputGate* gate = nullptr;
 
   Message message(const Step& step) const {
-    return messages ? messages[step.msg] : Message{input, output, tag};
+    return messages ? messages[step.msg] : Message{input, output, tag, gate};
   }
 };
 
@@ -88,7 +93,8 @@ class PlanExecutor {
   // Whether the step at `cursor` waits on a connector that moves without
   // progress() calls (shared memory): no descriptor will tell a sleeping
   // thread that it can go on.
-  bool waitsOnMemory(const ChannelPlan& plan, size_t cursor, const ChannelLinks& links);
+  // A closed input gate counts: it opens by a store, too.
+  bool waitsOnMemory(const ChannelPlan& plan, size_t cursor, const ChannelLinks& links, const OpContext& ctx);
 
   // What the step at `cursor` waits for, in words a user can act on when a
   // deadline passes: each peer whose data has not come, with the operation
@@ -107,6 +113,9 @@ class PlanExecutor {
     lastFrom_[peer] = tag;
   }
   std::string lastFromText(int peer, const SlotTag& want) const;
+  // The gate that keeps `step` from running (its input, or the stream, has
+  // not come yet), or null.
+  static InputGate* closedGate(const Step& step, const OpContext& ctx);
   StepResult run(const Step& step, const OpContext& ctx, const ChannelLinks& links, Status* error);
   StepResult reduceAll(const Step& step, const Message& msg, const OpContext& ctx,
                        const ChannelLinks& links, Status* error);

@@ -47,7 +47,50 @@ void divideNarrow(void* dst, const void* src, size_t n, int divisor) {
   for (size_t i = 0; i < n; ++i) d[i] = Narrow(Widen(s[i]) / div);
 }
 
+template <typename T>
+void multiply(void* dst, const void* src, size_t n, const void* scalar) {
+  T by;
+  std::memcpy(&by, scalar, sizeof(T));
+  auto* d = static_cast<T*>(dst);
+  auto* s = static_cast<const T*>(src);
+  for (size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_integral_v<T>) {
+      // Unsigned arithmetic: signed overflow must wrap, not be undefined.
+      using U = std::make_unsigned_t<T>;
+      d[i] = static_cast<T>(static_cast<U>(static_cast<U>(s[i]) * static_cast<U>(by)));
+    } else {
+      d[i] = s[i] * by;
+    }
+  }
+}
+
+template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
+void multiplyNarrow(void* dst, const void* src, size_t n, const void* scalar) {
+  uint16_t bits;
+  std::memcpy(&bits, scalar, sizeof(bits));
+  const float by = Widen(bits);
+  auto* d = static_cast<uint16_t*>(dst);
+  auto* s = static_cast<const uint16_t*>(src);
+  for (size_t i = 0; i < n; ++i) d[i] = Narrow(Widen(s[i]) * by);
+}
+
 }  // namespace
+
+void scaleBy(void* dst, const void* src, size_t count, strata_datatype_t datatype, const void* scalar) {
+  switch (datatype) {
+    case STRATA_INT8: return multiply<int8_t>(dst, src, count, scalar);
+    case STRATA_UINT8: return multiply<uint8_t>(dst, src, count, scalar);
+    case STRATA_INT32: return multiply<int32_t>(dst, src, count, scalar);
+    case STRATA_UINT32: return multiply<uint32_t>(dst, src, count, scalar);
+    case STRATA_INT64: return multiply<int64_t>(dst, src, count, scalar);
+    case STRATA_UINT64: return multiply<uint64_t>(dst, src, count, scalar);
+    case STRATA_FLOAT16: return multiplyNarrow<halfToFloat, floatToHalf>(dst, src, count, scalar);
+    case STRATA_BFLOAT16: return multiplyNarrow<bf16ToFloat, floatToBf16>(dst, src, count, scalar);
+    case STRATA_FLOAT32: return multiply<float>(dst, src, count, scalar);
+    case STRATA_FLOAT64: return multiply<double>(dst, src, count, scalar);
+    default: return;
+  }
+}
 
 ReduceFn kernel(strata_datatype_t datatype, strata_op_t op, Isa isa) {
   return setFor(isa).reduce[datatype][op];

@@ -33,6 +33,11 @@ ReduceFn kernel(strata_datatype_t datatype, strata_op_t op, Isa isa);
 // divide in their computation precision and round once). dst may equal src.
 void scaleDown(void* dst, const void* src, size_t count, strata_datatype_t datatype, int divisor);
 
+// dst[i] = src[i] * scalar, where scalar points at one element of datatype
+// (integers wrap; float16 and bfloat16 multiply in float32 and round to
+// nearest even): the pre-multiplied sum's scaling. dst may equal src.
+void scaleBy(void* dst, const void* src, size_t count, strata_datatype_t datatype, const void* scalar);
+
 // memcpy, with non-temporal stores when asked (and the size makes them pay).
 void copy(void* dst, const void* src, size_t bytes, bool nonTemporal);
 

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <iterator>
 
-#include "api_state.h"
+#include "api_streams.h"
+#include "cuda_seam.h"
+#include "kernels.h"
 #include "op_desc.h"
 
 namespace strata::api {
@@ -171,9 +173,60 @@ CollCall makeCall(Coll coll, const void* sendbuf, void* recvbuf, size_t count,
     if (!s_.isOk()) return finish(s_, comm);    \
   } while (0)
 
+// The bytes a call's buffers span on this rank.
+struct Extents {
+  uint64_t in, out;
+};
+
+// A host-ordered pre-multiplied sum: the input scaled into a copy, then the
+// blocking call on it.
+strata_result_t issueHostPremul(strata_comm* comm, const CollCall& call, bool nothingToDo, const CallOptions& o,
+                                Extents e) {
+  if (groupActive())
+    return finish(makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
+                                 "options->premul_scalar without a stream inside strata_group_start/end: "
+                                 "pass a stream, or scale the input yourself"),
+                  comm);
+  if (!gpu::hostReadable(gpu::classify(o.premul).kind) || !gpu::mapped(o.premul, strata_datatype_size(call.datatype)))
+    return finish(STRATA_INVALID_ARG("options->premul_scalar=%p is not host memory: without a stream the "
+                                     "scalar is read by the CPU when the call is made", o.premul),
+                  comm);
+  if (nothingToDo) return STRATA_SUCCESS;
+  std::vector<char> scaled(e.in);
+  kernels::scaleBy(scaled.data(), call.sendbuf, e.in / strata_datatype_size(call.datatype), call.datatype, o.premul);
+  CollCall c = call;
+  c.sendbuf = scaled.data();
+  return issue(comm, c, false, nullptr);
+}
+
+// The strata_*_ex forms, once the call's own arguments are checked.
+strata_result_t issueEx(strata_comm* comm, const CollCall& call, bool nothingToDo, const CallOptions& o,
+                        Extents e) {
+  STRATA_TRY(checkPremul(call.coll, call.op, o));
+  if (!o.stream) {
+    STRATA_TRY(checkHostOrdered(call.sendbuf, e.in, call.recvbuf, e.out));
+    return o.premul ? issueHostPremul(comm, call, nothingToDo, o, e) : issue(comm, call, nothingToDo, nullptr);
+  }
+  StreamCall sc;
+  STRATA_TRY(describeStreamCall(o, call.sendbuf, e.in, call.recvbuf, e.out, call.datatype, &sc));
+  if (groupActive()) {
+    if (!nothingToDo) deferCollective(comm, call, &sc);
+    return STRATA_SUCCESS;
+  }
+  if (nothingToDo) return STRATA_SUCCESS;
+  CallGuard guard(comm);
+  return finish(submitOnStream(*comm->impl, call, sc), comm);
+}
+
+// Host-ordered (request, or blocking when null) or a strata_*_ex call (opts).
+strata_result_t issueAny(strata_comm* comm, const CollCall& call, bool nothingToDo, strata_request_t* request,
+                         const CallOptions* opts, Extents e) {
+  return opts ? issueEx(comm, call, nothingToDo, *opts, e) : issue(comm, call, nothingToDo, request);
+}
+
 strata_result_t allreduce(const void* sendbuf, void* recvbuf, size_t count,
                           strata_datatype_t datatype, strata_op_t op, strata_comm* comm,
-                          strata_request_t* request) {
+                          strata_request_t* request, const CallOptions* opts = nullptr) {
   STRATA_TRY(checkComm(comm));
   STRATA_TRY(checkDatatype(datatype));
   STRATA_TRY(checkOp(op));
@@ -182,12 +235,13 @@ strata_result_t allreduce(const void* sendbuf, void* recvbuf, size_t count,
   STRATA_TRY(checkBuffer("sendbuf", sendbuf, bytes));
   STRATA_TRY(checkBuffer("recvbuf", recvbuf, bytes));
   STRATA_TRY(checkPlacement(sendbuf, bytes, recvbuf, bytes, recvbuf, "in place means sendbuf == recvbuf"));
-  return issue(comm, makeCall(Coll::Allreduce, sendbuf, recvbuf, count, datatype, op), count == 0, request);
+  return issueAny(comm, makeCall(Coll::Allreduce, sendbuf, recvbuf, count, datatype, op), count == 0, request,
+                  opts, {bytes, bytes});
 }
 
 strata_result_t broadcast(const void* sendbuf, void* recvbuf, size_t count,
                           strata_datatype_t datatype, int root, strata_comm* comm,
-                          strata_request_t* request) {
+                          strata_request_t* request, const CallOptions* opts = nullptr) {
   STRATA_TRY(checkComm(comm));
   STRATA_TRY(checkDatatype(datatype));
   STRATA_TRY(checkCount("count", count, 1, datatype));
@@ -198,12 +252,13 @@ strata_result_t broadcast(const void* sendbuf, void* recvbuf, size_t count,
   STRATA_TRY(checkBuffer("recvbuf", recvbuf, bytes));
   if (isRoot)
     STRATA_TRY(checkPlacement(sendbuf, bytes, recvbuf, bytes, recvbuf, "in place means sendbuf == recvbuf"));
-  return issue(comm, makeCall(Coll::Broadcast, sendbuf, recvbuf, count, datatype, STRATA_SUM, root),
-               count == 0, request);
+  return issueAny(comm, makeCall(Coll::Broadcast, sendbuf, recvbuf, count, datatype, STRATA_SUM, root),
+                  count == 0, request, opts, {isRoot ? bytes : 0, bytes});
 }
 
 strata_result_t reduce(const void* sendbuf, void* recvbuf, size_t count, strata_datatype_t datatype,
-                       strata_op_t op, int root, strata_comm* comm, strata_request_t* request) {
+                       strata_op_t op, int root, strata_comm* comm, strata_request_t* request,
+                       const CallOptions* opts = nullptr) {
   STRATA_TRY(checkComm(comm));
   STRATA_TRY(checkDatatype(datatype));
   STRATA_TRY(checkOp(op));
@@ -216,12 +271,13 @@ strata_result_t reduce(const void* sendbuf, void* recvbuf, size_t count, strata_
     STRATA_TRY(checkBuffer("recvbuf", recvbuf, bytes));
     STRATA_TRY(checkPlacement(sendbuf, bytes, recvbuf, bytes, recvbuf, "in place means sendbuf == recvbuf"));
   }
-  return issue(comm, makeCall(Coll::Reduce, sendbuf, recvbuf, count, datatype, op, root), count == 0,
-               request);
+  return issueAny(comm, makeCall(Coll::Reduce, sendbuf, recvbuf, count, datatype, op, root), count == 0,
+                  request, opts, {bytes, isRoot ? bytes : 0});
 }
 
 strata_result_t allgather(const void* sendbuf, void* recvbuf, size_t count,
-                          strata_datatype_t datatype, strata_comm* comm, strata_request_t* request) {
+                          strata_datatype_t datatype, strata_comm* comm, strata_request_t* request,
+                          const CallOptions* opts = nullptr) {
   STRATA_TRY(checkComm(comm));
   STRATA_TRY(checkDatatype(datatype));
   const int n = comm->impl->size();
@@ -232,12 +288,13 @@ strata_result_t allgather(const void* sendbuf, void* recvbuf, size_t count,
   const char* inPlace = static_cast<const char*>(recvbuf) + bytes * comm->impl->rank();
   STRATA_TRY(checkPlacement(sendbuf, bytes, recvbuf, bytes * n, bytes ? inPlace : nullptr,
                             "in place means sendbuf == recvbuf + rank * count elements"));
-  return issue(comm, makeCall(Coll::Allgather, sendbuf, recvbuf, count, datatype), count == 0, request);
+  return issueAny(comm, makeCall(Coll::Allgather, sendbuf, recvbuf, count, datatype), count == 0, request, opts,
+                  {bytes, bytes * n});
 }
 
 strata_result_t reduceScatter(const void* sendbuf, void* recvbuf, size_t count,
                               strata_datatype_t datatype, strata_op_t op, strata_comm* comm,
-                              strata_request_t* request) {
+                              strata_request_t* request, const CallOptions* opts = nullptr) {
   STRATA_TRY(checkComm(comm));
   STRATA_TRY(checkDatatype(datatype));
   STRATA_TRY(checkOp(op));
@@ -250,12 +307,13 @@ strata_result_t reduceScatter(const void* sendbuf, void* recvbuf, size_t count,
   if (bytes && recvbuf != static_cast<const char*>(sendbuf) + bytes * comm->impl->rank())
     STRATA_TRY(checkPlacement(sendbuf, bytes * n, recvbuf, bytes, nullptr,
                               "in place means recvbuf == sendbuf + rank * count elements"));
-  return issue(comm, makeCall(Coll::ReduceScatter, sendbuf, recvbuf, count, datatype, op), count == 0,
-               request);
+  return issueAny(comm, makeCall(Coll::ReduceScatter, sendbuf, recvbuf, count, datatype, op), count == 0,
+                  request, opts, {bytes * n, bytes});
 }
 
 strata_result_t alltoall(const void* sendbuf, void* recvbuf, size_t count,
-                         strata_datatype_t datatype, strata_comm* comm, strata_request_t* request) {
+                         strata_datatype_t datatype, strata_comm* comm, strata_request_t* request,
+                         const CallOptions* opts = nullptr) {
   STRATA_TRY(checkComm(comm));
   STRATA_TRY(checkDatatype(datatype));
   const int n = comm->impl->size();
@@ -264,7 +322,8 @@ strata_result_t alltoall(const void* sendbuf, void* recvbuf, size_t count,
   STRATA_TRY(checkBuffer("sendbuf", sendbuf, bytes));
   STRATA_TRY(checkBuffer("recvbuf", recvbuf, bytes));
   STRATA_TRY(checkPlacement(sendbuf, bytes, recvbuf, bytes, nullptr, "alltoall is never in place"));
-  return issue(comm, makeCall(Coll::Alltoall, sendbuf, recvbuf, count, datatype), count == 0, request);
+  return issueAny(comm, makeCall(Coll::Alltoall, sendbuf, recvbuf, count, datatype), count == 0, request, opts,
+                  {bytes, bytes});
 }
 
 strata_result_t allgatherv(const void* sendbuf, size_t sendcount, void* recvbuf,
@@ -321,16 +380,42 @@ strata_result_t alltoallv(const void* sendbuf, const size_t* sendcounts, const s
   return issue(comm, call, false, request);
 }
 
+// A stream-ordered send or receive.
+strata_result_t issueP2pEx(strata_comm* comm, const P2pOp& op, const CallOptions& o) {
+  STRATA_TRY(checkPremul(Coll::SendRecv, STRATA_SUM, o));
+  const uint64_t bytes = op.count * strata_datatype_size(op.datatype);
+  const uint64_t in = op.send ? bytes : 0, out = op.send ? 0 : bytes;
+  if (!o.stream) {
+    STRATA_TRY(checkHostOrdered(op.sendbuf, in, op.recvbuf, out));
+    return issueP2p(comm, op, nullptr);
+  }
+  StreamCall sc;
+  STRATA_TRY(describeStreamCall(o, op.sendbuf, in, op.recvbuf, out, op.datatype, &sc));
+  if (groupActive()) {
+    if (op.count > 0) deferP2p(comm, op, &sc);
+    return STRATA_SUCCESS;
+  }
+  if (op.count == 0) return STRATA_SUCCESS;
+  if (op.peer == comm->impl->rank())
+    return finish(makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
+                                 "peer=%d is this rank itself: a message to oneself needs its send "
+                                 "and receive in one strata_group_start/end", op.peer),
+                  comm);
+  CallGuard guard(comm);
+  return finish(submitGroupOnStream(*comm->impl, o.stream, {op}, {sc.part}), comm);
+}
+
 strata_result_t p2p(bool send, const void* sendbuf, void* recvbuf, size_t count,
                     strata_datatype_t datatype, int peer, strata_comm* comm,
-                    strata_request_t* request) {
+                    strata_request_t* request, const CallOptions* opts = nullptr) {
   STRATA_TRY(checkComm(comm));
   STRATA_TRY(checkDatatype(datatype));
   STRATA_TRY(checkCount("count", count, 1, datatype));
   STRATA_TRY(checkRank("peer", peer, comm));
   const uint64_t bytes = count * strata_datatype_size(datatype);
   STRATA_TRY(send ? checkBuffer("sendbuf", sendbuf, bytes) : checkBuffer("recvbuf", recvbuf, bytes));
-  return issueP2p(comm, P2pOp{send, peer, sendbuf, recvbuf, count, datatype}, request);
+  const P2pOp op{send, peer, sendbuf, recvbuf, count, datatype};
+  return opts ? issueP2pEx(comm, op, *opts) : issueP2p(comm, op, request);
 }
 
 strata_result_t barrier(strata_comm* comm, strata_request_t* request) {
@@ -510,6 +595,67 @@ STRATA_API strata_result_t strata_ibarrier(strata_comm_t comm, strata_request_t*
   STRATA_NEED_REQUEST(request);
   return api::barrier(comm, request);
 } STRATA_CATCH_ESCAPES
+
+// The strata_*_ex forms: options read (and checked) first.
+#define STRATA_EX(call)                                          \
+  do {                                                           \
+    api::CallOptions opts_;                                      \
+    Status s_ = api::readOptions(options, &opts_);               \
+    if (!s_.isOk()) return finish(s_, comm);                     \
+    const api::CallOptions* opts = &opts_;                       \
+    return call;                                                 \
+  } while (0)
+
+STRATA_API strata_result_t strata_allreduce_ex(const void* sendbuf, void* recvbuf, size_t count,
+                                               strata_datatype_t datatype, strata_op_t op,
+                                               strata_comm_t comm, const strata_call_options_t* options) try {
+  STRATA_EX(api::allreduce(sendbuf, recvbuf, count, datatype, op, comm, nullptr, opts));
+} STRATA_CATCH_ESCAPES
+STRATA_API strata_result_t strata_broadcast_ex(const void* sendbuf, void* recvbuf, size_t count,
+                                               strata_datatype_t datatype, int root, strata_comm_t comm,
+                                               const strata_call_options_t* options) try {
+  STRATA_EX(api::broadcast(sendbuf, recvbuf, count, datatype, root, comm, nullptr, opts));
+} STRATA_CATCH_ESCAPES
+STRATA_API strata_result_t strata_reduce_ex(const void* sendbuf, void* recvbuf, size_t count,
+                                            strata_datatype_t datatype, strata_op_t op, int root,
+                                            strata_comm_t comm, const strata_call_options_t* options) try {
+  STRATA_EX(api::reduce(sendbuf, recvbuf, count, datatype, op, root, comm, nullptr, opts));
+} STRATA_CATCH_ESCAPES
+STRATA_API strata_result_t strata_allgather_ex(const void* sendbuf, void* recvbuf, size_t count,
+                                               strata_datatype_t datatype, strata_comm_t comm,
+                                               const strata_call_options_t* options) try {
+  STRATA_EX(api::allgather(sendbuf, recvbuf, count, datatype, comm, nullptr, opts));
+} STRATA_CATCH_ESCAPES
+STRATA_API strata_result_t strata_reduce_scatter_ex(const void* sendbuf, void* recvbuf, size_t count,
+                                                    strata_datatype_t datatype, strata_op_t op,
+                                                    strata_comm_t comm, const strata_call_options_t* options) try {
+  STRATA_EX(api::reduceScatter(sendbuf, recvbuf, count, datatype, op, comm, nullptr, opts));
+} STRATA_CATCH_ESCAPES
+STRATA_API strata_result_t strata_alltoall_ex(const void* sendbuf, void* recvbuf, size_t count,
+                                              strata_datatype_t datatype, strata_comm_t comm,
+                                              const strata_call_options_t* options) try {
+  STRATA_EX(api::alltoall(sendbuf, recvbuf, count, datatype, comm, nullptr, opts));
+} STRATA_CATCH_ESCAPES
+STRATA_API strata_result_t strata_send_ex(const void* sendbuf, size_t count, strata_datatype_t datatype,
+                                          int peer, strata_comm_t comm, const strata_call_options_t* options) try {
+  STRATA_EX(api::p2p(true, sendbuf, nullptr, count, datatype, peer, comm, nullptr, opts));
+} STRATA_CATCH_ESCAPES
+STRATA_API strata_result_t strata_recv_ex(void* recvbuf, size_t count, strata_datatype_t datatype, int peer,
+                                          strata_comm_t comm, const strata_call_options_t* options) try {
+  STRATA_EX(api::p2p(false, nullptr, recvbuf, count, datatype, peer, comm, nullptr, opts));
+} STRATA_CATCH_ESCAPES
+
+STRATA_API strata_result_t strata_mem_alloc(void** ptr, size_t bytes) try {
+  if (!ptr) return finish(STRATA_INVALID_ARG("ptr (the output pointer) is NULL"));
+  if (bytes == 0) return finish(STRATA_INVALID_ARG("bytes is 0"));
+  return finish(gpu::allocDevice(bytes, ptr));
+} STRATA_CATCH_ESCAPES
+STRATA_API strata_result_t strata_mem_free(void* ptr) try {
+  if (!ptr) return STRATA_SUCCESS;
+  return finish(gpu::freeDevice(ptr));
+} STRATA_CATCH_ESCAPES
+
+#undef STRATA_EX
 
 STRATA_API strata_result_t strata_test(strata_request_t request, int* done) try {
   if (!done) return finish(STRATA_INVALID_ARG("done (the output pointer) is NULL"));

@@ -13,9 +13,11 @@ thread_local Group tGroup;
 
 bool groupActive() { return tDepth > 0; }
 
-void deferCollective(strata_comm* comm, const CollCall& call) { tGroup.defer(comm, call); }
+void deferCollective(strata_comm* comm, const CollCall& call, const StreamCall* stream) {
+  tGroup.defer(comm, call, stream);
+}
 
-void deferP2p(strata_comm* comm, const P2pOp& op) { tGroup.defer(comm, op); }
+void deferP2p(strata_comm* comm, const P2pOp& op, const StreamCall* stream) { tGroup.defer(comm, op, stream); }
 
 }  // namespace strata::api
 

@@ -73,8 +73,25 @@ void releaseComm(strata_comm* comm);
 // strata_group_start/end, and the calls it queues there for strata_group_end.
 // Counts arrays of v-variants are copied.
 bool groupActive();
-void deferCollective(strata_comm* comm, const CollCall& call);
-void deferP2p(strata_comm* comm, const P2pOp& op);
+
+// What a stream-ordered call (strata_*_ex with a stream) adds to a
+// collective or a send/receive: its stream, its buffers as given with which
+// of them are staged (their memory found once per call), a pre-multiplier.
+struct StreamCall {
+  void* stream = nullptr;
+  streams::PartSpec part;
+  streams::PreMul premul;
+};
+// Queues the call, or (stream != null) the stream-ordered call, in the
+// thread's group.
+void deferCollective(strata_comm* comm, const CollCall& call, const StreamCall* stream = nullptr);
+void deferP2p(strata_comm* comm, const P2pOp& op, const StreamCall* stream = nullptr);
+
+// Enqueues a stream-ordered collective, or a group of stream-ordered sends
+// and receives that all name `stream`, on the communicator (api_streams.cc).
+Status submitOnStream(Comm& comm, const CollCall& call, const StreamCall& sc);
+Status submitGroupOnStream(Comm& comm, void* stream, const std::vector<P2pOp>& ops,
+                           const std::vector<streams::PartSpec>& parts);
 
 // Marks an API call in flight on a communicator for its lifetime.
 class CallGuard {

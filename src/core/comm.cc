@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 
+#include "clock.h"
+#include "cuda_seam.h"
 #include "describe.h"
 #include "log.h"
 #include "op_desc.h"
@@ -18,6 +21,7 @@ Status Comm::create(const boot::BootstrapConfig& config, std::unique_ptr<Comm>* 
 }
 
 Comm::~Comm() {
+  if (stager_) drainStreams();
   // Threads first: they may be driving channels that point at connectors.
   threads_.reset();
   channels_.clear();
@@ -192,8 +196,18 @@ Status Comm::run(const CollCall& call, Request* request) {
   return Status::ok();
 }
 
-Status Comm::submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Request* request) {
+Status Comm::submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Request* request,
+                         const std::vector<InputGate*>* gates) {
   STRATA_CHECK(describeP2pGroup(ops, rank_, &p2pSeqs_, &request->messages, &p2pSpec_));
+  if (gates) {
+    // The messages come in the order of ops, but copies to this rank (a send
+    // and a receive each) last; a copy reads its send's input.
+    size_t m = 0;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].peer != rank_) request->messages[m++].gate = (*gates)[i];
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].peer == rank_ && ops[i].send) request->messages[m++].gate = (*gates)[i];
+  }
   // A lone send or receive is the same plan every time it moves the same
   // bytes to or from the same peer; a group's plans are built for it alone.
   const bool single = ops.size() == 1 && ops[0].peer != rank_;
@@ -219,6 +233,79 @@ Status Comm::submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Reques
   enqueue(ctx, plans, shape_.nchannels, callerWaits, request,
           single ? (uint64_t(ops[0].peer) << 1 | uint64_t(ops[0].send)) + 1 : 0);
   return Status::ok();
+}
+
+streams::Stager& Comm::stager() {
+  if (!stager_) {
+    if (!pinned_.alloc) pinned_ = {&gpu::allocPinned, &gpu::freePinned};
+    stager_ = std::make_unique<streams::Stager>(pinned_, config_.gpuChunkBytes, config_.gpuStagingCacheBytes);
+  }
+  return *stager_;
+}
+
+Status Comm::checkStreamsDriven() const {
+  if (config_.nthreads == 0)
+    return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
+                        "stream-ordered calls need a progress thread to run them, and STRATA_NTHREADS=0");
+  return Status::ok();
+}
+
+Status Comm::submitOnStream(const CollCall& call, gpu::StreamLane& lane, const streams::PartSpec& part,
+                            const streams::PreMul& premul) {
+  STRATA_CHECK(checkStreamsDriven());
+  streams::Stager& st = stager();
+  streams::StagedOp* op = nullptr;
+  STRATA_CHECK(st.stage(lane, {part}, premul, &op));
+  CollCall host = call;
+  host.sendbuf = op->parts[0].hostInput();
+  host.recvbuf = op->parts[0].hostOutput();
+  if (premul.scalar) host.op = STRATA_SUM;
+  const PlannedCall* planned;
+  OpContext ctx;
+  Status s = prepare(host, &planned, &ctx);
+  if (s.isOk()) {
+    ctx.gate = &op->parts[0];
+    // Nobody waits on it: the progress threads drive it, its end releases the stream.
+    enqueue(ctx, planned->plans, planned->choice.nchannels, false, &op->request);
+  }
+  Status f = st.finishStaging(lane, op, s);
+  return s.isOk() ? f : s;
+}
+
+Status Comm::submitGroupOnStream(const std::vector<P2pOp>& ops, gpu::StreamLane& lane,
+                                 const std::vector<streams::PartSpec>& parts) {
+  STRATA_CHECK(checkStreamsDriven());
+  streams::Stager& st = stager();
+  streams::StagedOp* op = nullptr;
+  STRATA_CHECK(st.stage(lane, parts, {}, &op));
+  std::vector<P2pOp> host = ops;
+  for (size_t i = 0; i < host.size(); ++i) {
+    host[i].sendbuf = op->parts[i].hostInput();
+    host[i].recvbuf = op->parts[i].hostOutput();
+  }
+  std::vector<InputGate*> gates;
+  for (streams::StagedPart& part : op->parts) gates.push_back(&part);
+  Status s = submitGroup(host, false, &op->request, &gates);
+  Status f = st.finishStaging(lane, op, s);
+  return s.isOk() ? f : s;
+}
+
+void Comm::drainStreams() {
+  // Operations in flight end on their own once their streams reach them;
+  // give them the communicator's deadline, then fail what is left, which
+  // releases every stream still waiting.
+  const double deadline = nowSeconds() + config_.timeoutSeconds;
+  while (stager_->running() > 0 && !failed() && nowSeconds() < deadline)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  if (stager_->running() > 0)
+    fail(STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
+                      "rank %d destroyed the communicator with %zu stream-ordered operations its streams had "
+                      "not reached", rank_, stager_->running()));
+  while (stager_->running() > 0 && nowSeconds() < deadline + 1)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  // A stream blocked on the user's other work may never get there: its
+  // pinned memory is then left allocated (Stager's destructor says so).
+  stager_->drain(nowSeconds() + std::min(10.0, config_.timeoutSeconds));
 }
 
 void Comm::enqueue(const OpContext& ctx, const std::shared_ptr<const PlanSet>& plans, int nch, bool callerWaits,

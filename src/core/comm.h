@@ -21,6 +21,7 @@
 #include "plan_cache.h"
 #include "planner.h"
 #include "progress_threads.h"
+#include "staging.h"
 #include "transport.h"
 
 namespace strata {
@@ -47,7 +48,22 @@ class Comm final : public FailureSink {
   // must all be issued before any is driven to its end.
   Status run(const CollCall& call, Request* request);
   // Queues a group of sends and receives as one operation (p2p_group.h).
-  Status submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Request* request);
+  // `gates`, when given, holds one input gate per op (stream-ordered groups).
+  Status submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Request* request,
+                     const std::vector<InputGate*>* gates = nullptr);
+
+  // Stream-ordered forms (streams/staging.h): the buffers of `call` (or of
+  // each op) as the caller gave them are described by `parts`, one per
+  // buffer pair; their staging is enqueued on `lane` and the host
+  // collective queued for the progress threads, gated on the stream.
+  // Returns without waiting for either.
+  Status submitOnStream(const CollCall& call, gpu::StreamLane& lane, const streams::PartSpec& part,
+                        const streams::PreMul& premul);
+  Status submitGroupOnStream(const std::vector<P2pOp>& ops, gpu::StreamLane& lane,
+                             const std::vector<streams::PartSpec>& parts);
+  // Where pinned staging memory comes from: CUDA's pinned allocator unless
+  // set (tests stage host memory) before the first stream-ordered call.
+  void setPinnedAllocator(const streams::PinnedAllocator& allocator) { pinned_ = allocator; }
 
   // The algorithm and channels `call` would run with.
   Status choose(const CollCall& call, PlanChoice* choice) const;
@@ -109,6 +125,13 @@ class Comm final : public FailureSink {
   void enqueue(const OpContext& ctx, const std::shared_ptr<const PlanSet>& plans, int nch, bool callerWaits,
                Request* request, uint64_t p2pKey = 0);
 
+  streams::Stager& stager();
+  Status checkStreamsDriven() const;
+  // Before the communicator goes: lets stream-ordered operations end (the
+  // progress threads still run), fails the rest, then waits for their
+  // streams to be done with pinned memory.
+  void drainStreams();
+
   int rank_ = 0;
   int nranks_ = 0;
   CommConfig config_;
@@ -134,6 +157,8 @@ class Comm final : public FailureSink {
   Connections connections_;
   std::vector<Channel> channels_;
   std::unique_ptr<ProgressThreads> threads_;
+  streams::PinnedAllocator pinned_{};
+  std::unique_ptr<streams::Stager> stager_;  // made by the first stream-ordered call
 
   std::atomic<bool> failed_{false};
   mutable std::mutex errorMutex_;

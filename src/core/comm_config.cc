@@ -37,6 +37,11 @@ Status CommConfig::fromParams(CommConfig* out) {
   STRATA_CHECK(parseLinkCost(params::costNet(), "STRATA_COST_NET", &c.cost.net));
   c.ntBytes = static_cast<size_t>(std::max<int64_t>(0, params::ntBytes()));
   c.transport = params::transport();
+  if (params::gpuChunkBytes() < 4096 || params::gpuChunkBytes() > (int64_t(1) << 30))
+    return STRATA_INVALID_ARG("STRATA_GPU_CHUNK_BYTES=%lld must be in 4096..1073741824",
+                              (long long)params::gpuChunkBytes());
+  c.gpuChunkBytes = static_cast<size_t>(params::gpuChunkBytes());
+  c.gpuStagingCacheBytes = static_cast<size_t>(std::max<int64_t>(0, params::gpuStagingCacheBytes()));
   *out = std::move(c);
   return Status::ok();
 }

@@ -25,6 +25,8 @@ struct CommConfig {
   CostModel cost;             // STRATA_COST_SHM, STRATA_COST_NET
   size_t ntBytes = 0;         // STRATA_NT_BYTES
   std::string transport;      // STRATA_TRANSPORT
+  size_t gpuChunkBytes = 0;         // STRATA_GPU_CHUNK_BYTES
+  size_t gpuStagingCacheBytes = 0;  // STRATA_GPU_STAGING_CACHE_BYTES
 
   // The registry's current values, checked.
   static Status fromParams(CommConfig* out);

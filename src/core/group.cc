@@ -7,8 +7,8 @@
 
 namespace strata::api {
 
-void Group::defer(strata_comm* comm, const CollCall& call) {
-  Deferred d{comm, false, call, {}, {}};
+void Group::defer(strata_comm* comm, const CollCall& call, const StreamCall* stream) {
+  Deferred d{comm, false, call, {}, {}, stream ? *stream : StreamCall{}};
   if (call.sendCounts || call.recvCounts) {
     const int n = comm->impl->size();
     d.arrays.assign(4 * size_t(n), 0);
@@ -19,7 +19,9 @@ void Group::defer(strata_comm* comm, const CollCall& call) {
   queue_.push_back(std::move(d));
 }
 
-void Group::defer(strata_comm* comm, const P2pOp& op) { queue_.push_back(Deferred{comm, true, {}, op, {}}); }
+void Group::defer(strata_comm* comm, const P2pOp& op, const StreamCall* stream) {
+  queue_.push_back(Deferred{comm, true, {}, op, {}, stream ? *stream : StreamCall{}});
+}
 
 void Group::issueOn(strata_comm* comm, const FusionLimits& limits, std::vector<Started>* started,
                     std::vector<std::unique_ptr<Fusion>>* fusions) {
@@ -44,11 +46,29 @@ void Group::issueOn(strata_comm* comm, const FusionLimits& limits, std::vector<S
     }
     pending = std::make_unique<Fusion>();
   };
+  // A stream-ordered call that fails to start is reported like a request
+  // that failed; one that started is not waited for.
+  auto onStream = [&](const std::function<Status()>& submit) {
+    Status s = submit();
+    if (!s.isOk()) start(nullptr, [&](Request*) { return s; });
+  };
   std::vector<P2pOp> p2p;
+  std::vector<streams::PartSpec> p2pParts;
+  void* p2pStream = nullptr;
+  size_t hostOrdered = 0;
   for (Deferred& d : queue_) {
     if (d.comm != comm) continue;
     if (d.p2p) {
       p2p.push_back(d.op);
+      p2pParts.push_back(d.stream.part);
+      if (!d.stream.stream) ++hostOrdered;
+      else if (!p2pStream) p2pStream = d.stream.stream;
+      else if (p2pStream != d.stream.stream) p2pStream = reinterpret_cast<void*>(-1);
+      continue;
+    }
+    if (d.stream.stream) {
+      flush();  // in call order, and never fused
+      onStream([&] { return submitOnStream(impl, d.call, d.stream); });
       continue;
     }
     if (!d.arrays.empty()) {  // point the call at its own copies
@@ -64,7 +84,19 @@ void Group::issueOn(strata_comm* comm, const FusionLimits& limits, std::vector<S
     else submit(d.call, nullptr);
   }
   flush();
-  if (!p2p.empty()) start(nullptr, [&](Request* r) { return impl.submitGroup(p2p, true, r); });
+  if (p2p.empty()) return;
+  if (!p2pStream) {
+    start(nullptr, [&](Request* r) { return impl.submitGroup(p2p, true, r); });
+  } else if (hostOrdered > 0 || p2pStream == reinterpret_cast<void*>(-1)) {
+    onStream([&] {
+      return makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
+                            "a group's sends and receives on one communicator run as one exchange, so they "
+                            "must all name the same stream (or none): this group mixes %s",
+                            hostOrdered > 0 ? "stream-ordered and host-ordered ones" : "several streams");
+    });
+  } else {
+    onStream([&] { return submitGroupOnStream(impl, p2pStream, p2p, p2pParts); });
+  }
 }
 
 Status Group::issue(strata_comm** failedComm) {

@@ -15,9 +15,11 @@ namespace strata::api {
 
 class Group {
  public:
-  // Queues a collective; the count and displacement arrays of v-variants are copied.
-  void defer(strata_comm* comm, const CollCall& call);
-  void defer(strata_comm* comm, const P2pOp& op);
+  // Queues a collective; the count and displacement arrays of v-variants are
+  // copied. With `stream`, a stream-ordered call: issued at the end without
+  // being waited for.
+  void defer(strata_comm* comm, const CollCall& call, const StreamCall* stream);
+  void defer(strata_comm* comm, const P2pOp& op, const StreamCall* stream);
   // Issues everything queued and waits for it; returns the first failure
   // and, in *failedComm, its communicator. The queue is emptied, its
   // capacity (and the fusion buffers) kept for the next group.
@@ -30,6 +32,7 @@ class Group {
     CollCall call;
     P2pOp op;
     std::vector<size_t> arrays;  // v-variants: the four count/displacement arrays
+    StreamCall stream;           // stream-ordered when stream.stream is set
   };
   // One started request, and what to do when it is done.
   struct Started {

@@ -168,7 +168,7 @@ bool Channel::drive(FailureSink& comm, SleepSet* sleep) {
     // Every step ran, but bytes wait to leave: not done until they have.
     if (a == Advance::Done && !links.flushed()) a = Advance::Blocked;
     if (a == Advance::Blocked) {
-      if (sleep && executor_.waitsOnMemory(*op.plan, op.cursor, links)) sleep->memoryWait = true;
+      if (sleep && executor_.waitsOnMemory(*op.plan, op.cursor, links, op.ctx)) sleep->memoryWait = true;
       noteBlocked(comm, *op.plan, op.cursor, op.ctx);
       if (comm.failed()) continue;  // flush on the next turn
       if (op.p2pKey) progressed |= runAhead(comm);

@@ -26,13 +26,27 @@ class Request {
   // here): they live as long as the request.
   std::vector<Message> messages;
 
-  void channelDone() { pending_.fetch_sub(1, std::memory_order_acq_rel); }
+  // Called once, by the thread that completes the request (success or
+  // failure), for a request nobody waits on: a stream-ordered operation
+  // releases its stream from here. Set before the request is started. The
+  // request is not touched after the hook returns, so the hook may let its
+  // owner free it.
+  using DoneHook = void (*)(void* arg);
+  void onDone(DoneHook hook, void* arg) {
+    hook_ = hook;
+    hookArg_ = arg;
+  }
+
+  void channelDone() {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1 && hook_) hook_(hookArg_);
+  }
   // Completes a request no other thread has seen yet (an operation its
   // caller ran at once): plain stores, no read-modify-write.
   void finishedAlone(const Status& outcome) {
     failed_.store(!outcome.isOk(), std::memory_order_relaxed);
     status_ = outcome;
     pending_.store(0, std::memory_order_release);
+    if (hook_) hook_(hookArg_);
   }
   void channelFailed(const Status& why) {
     if (!failed_.exchange(true, std::memory_order_acq_rel)) status_ = why;
@@ -43,6 +57,8 @@ class Request {
   std::atomic<int> pending_{0};
   std::atomic<bool> failed_{false};
   Status status_;
+  DoneHook hook_ = nullptr;
+  void* hookArg_ = nullptr;
 };
 
 }  // namespace strata

@@ -1,5 +1,6 @@
 // strata-info: what this build of strata is and how it can be configured.
-//   strata-info             version, reduction instruction set, transports
+//   strata-info             version, reduction instruction set, transports,
+//                           CUDA (versions, GPUs, or why none is usable)
 //   strata-info --params    every STRATA_* variable as a Markdown table (the
 //                           README's table is this output, checked by a test)
 //   strata-info --algorithms  the allreduce algorithms STRATA_ALGO can force,
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "allreduce.h"
+#include "cuda_seam.h"
 #include "params.h"
 #include "kernels.h"
 #include "strata/strata.h"
@@ -52,6 +54,29 @@ void printAlgorithms() {
   }
 }
 
+std::string cudaVersion(int version) {
+  if (version == 0) return "none";
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+void printCuda() {
+  const strata::gpu::RuntimeInfo& rt = strata::gpu::runtime();
+  if (!rt.built) {
+    std::printf("cuda: not built in (%s)\n", rt.why.c_str());
+    return;
+  }
+  std::printf("cuda: built in, runtime %s, driver %s", cudaVersion(rt.runtimeVersion).c_str(),
+              cudaVersion(rt.driverVersion).c_str());
+  if (!rt.usable) {
+    std::printf("; no usable GPU: %s\n", rt.why.c_str());
+    return;
+  }
+  std::printf(", stream waits by %s\n", rt.streamMemOps ? "stream memory operations" : "a polling kernel");
+  for (const auto& d : rt.devices)
+    std::printf("  GPU %d: %s, sm_%d%d, PCI %s, %.1f GiB\n", d.index, d.name.c_str(), d.major, d.minor,
+                d.pciBusId.c_str(), d.memoryBytes / double(1 << 30));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,5 +99,6 @@ int main(int argc, char** argv) {
   for (const auto& t : strata::makeTransports(&self)) std::printf(" %s", t->name());
   if (self.rdma[0]) std::printf(" (ib on %s)", self.rdma);
   std::printf("\n");
+  printCuda();
   return 0;
 }

@@ -92,6 +92,7 @@ class Result(enum.IntEnum):
     REMOTE = 5
     TIMEOUT = 6
     IN_PROGRESS = 7
+    CUDA = 8
 
 
 class Datatype(enum.IntEnum):

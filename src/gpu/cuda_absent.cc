@@ -1,0 +1,46 @@
+// The CUDA seam in a build without CUDA: every buffer is host memory, and
+// whatever needs a GPU fails with the reason, so a caller passing a stream or
+// asking for device memory learns to rebuild rather than to look for a GPU.
+#include "cuda_seam.h"
+
+namespace strata::gpu {
+namespace {
+
+constexpr const char* kWhy = "strata was built without CUDA (-Dcuda=disabled or no nvcc)";
+
+}  // namespace
+
+const RuntimeInfo& runtime() {
+  static const RuntimeInfo info = [] {
+    RuntimeInfo r;
+    r.why = kWhy;
+    return r;
+  }();
+  return info;
+}
+
+BufferKind classify(const void*) { return {}; }
+
+Status checkStream(void* stream, const char* argName) {
+  return makeErrorQuiet(STRATA_ERR_CUDA, "%s=%p: streams need CUDA, and %s; pass a NULL stream for a blocking call on host memory",
+                        argName, stream, kWhy);
+}
+
+std::unique_ptr<StreamLane> cudaLane(void*) { return nullptr; }
+
+Status allocPinned(size_t bytes, void** /*out*/) {
+  return makeErrorQuiet(STRATA_ERR_CUDA, "cannot allocate %zu bytes of pinned host memory: %s", bytes, kWhy);
+}
+
+void freePinned(void*) {}
+
+Status allocDevice(size_t bytes, void** /*out*/) {
+  return makeErrorQuiet(STRATA_ERR_CUDA, "cannot allocate %zu bytes of GPU memory: %s", bytes, kWhy);
+}
+
+Status freeDevice(void* ptr) {
+  if (ptr == nullptr) return Status::ok();
+  return makeErrorQuiet(STRATA_ERR_CUDA, "ptr=%p cannot be GPU memory from strata: %s", ptr, kWhy);
+}
+
+}  // namespace strata::gpu

@@ -1,0 +1,295 @@
+// The CUDA seam where strata is built with CUDA: the static runtime for
+// everything, and the driver's stream memory operations through
+// cudaGetDriverEntryPointByVersion, so that libcuda is loaded by the runtime
+// when a driver exists and never named at link time.
+#include <cuda_runtime_api.h>
+#include <cudaTypedefs.h>
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "cuda_seam.h"
+#include "log.h"
+#include "stream_wait.h"
+
+namespace strata::gpu {
+namespace {
+
+// Flags are passed to the driver and to kernels as plain 32-bit words.
+static_assert(sizeof(Flag) == sizeof(uint32_t) && Flag::is_always_lock_free);
+
+std::string errorText(cudaError_t err) {
+  char text[256];
+  std::snprintf(text, sizeof(text), "%s (%d): %s", cudaGetErrorName(err), static_cast<int>(err),
+                cudaGetErrorString(err));
+  return text;
+}
+
+// The driver calls strata makes, resolved once; null where the driver lacks
+// them. Version 12000 asks for the v2 stream memory operations, which CUDA 12
+// made available on every device (the v1 ones, and the device attribute that
+// said whether a device allowed them, are gone), so resolving is the test.
+struct DriverCalls {
+  PFN_cuStreamWaitValue32_v11070 waitValue32 = nullptr;
+  PFN_cuStreamWriteValue32_v11070 writeValue32 = nullptr;
+  PFN_cuGetErrorName_v6000 errorName = nullptr;
+  PFN_cuGetErrorString_v6000 errorString = nullptr;
+};
+
+template <typename Fn>
+Fn driverCall(const char* symbol) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(symbol, &fn, 12000, cudaEnableDefault, &found) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return found == cudaDriverEntryPointSuccess ? reinterpret_cast<Fn>(fn) : nullptr;
+}
+
+struct Probe {
+  RuntimeInfo info;
+  DriverCalls driver;
+};
+
+// Fills `devices`, or says why a device cannot be described (then CUDA is
+// not usable: a device that does not answer this will not run strata's work).
+std::string describeDevices(int count, std::vector<DeviceInfo>* devices) {
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp prop;
+    char busId[32];
+    cudaError_t err = cudaGetDeviceProperties(&prop, d);
+    if (err == cudaSuccess) err = cudaDeviceGetPCIBusId(busId, sizeof(busId), d);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      return "CUDA device " + std::to_string(d) + " does not answer: " + errorText(err);
+    }
+    devices->push_back(DeviceInfo{d, prop.name, prop.major, prop.minor, busId, prop.totalGlobalMem});
+  }
+  return "";
+}
+
+Probe probeRuntime() {
+  Probe p;
+  RuntimeInfo& info = p.info;
+  info.built = true;
+  // Both answer without a driver (13000 and 0 here), which is what a user
+  // debugging "no GPU" needs to see.
+  cudaRuntimeGetVersion(&info.runtimeVersion);
+  cudaDriverGetVersion(&info.driverVersion);
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    info.why = errorText(err);
+    return p;
+  }
+  if (count == 0) {
+    info.why = "the CUDA driver sees no device (check CUDA_VISIBLE_DEVICES)";
+    return p;
+  }
+  info.why = describeDevices(count, &info.devices);
+  if (!info.why.empty()) {
+    info.devices.clear();
+    return p;
+  }
+  info.usable = true;
+  p.driver.waitValue32 = driverCall<PFN_cuStreamWaitValue32_v11070>("cuStreamWaitValue32");
+  p.driver.writeValue32 = driverCall<PFN_cuStreamWriteValue32_v11070>("cuStreamWriteValue32");
+  p.driver.errorName = driverCall<PFN_cuGetErrorName_v6000>("cuGetErrorName");
+  p.driver.errorString = driverCall<PFN_cuGetErrorString_v6000>("cuGetErrorString");
+  // Both or neither: a lane must not mix a memop signal with a kernel wait
+  // on one flag only because one symbol resolved.
+  info.streamMemOps = p.driver.waitValue32 && p.driver.writeValue32;
+  return p;
+}
+
+// A function's static: probed once, by whichever thread asks first.
+const Probe& probe() {
+  static const Probe p = probeRuntime();
+  return p;
+}
+
+std::string driverErrorText(CUresult res) {
+  const DriverCalls& drv = probe().driver;
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (drv.errorName) drv.errorName(res, &name);
+  if (drv.errorString) drv.errorString(res, &text);
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "%s (%d): %s", name ? name : "CUresult", static_cast<int>(res),
+                text ? text : "no description from the driver");
+  return buf;
+}
+
+Status notUsable(const char* what) {
+  return makeErrorQuiet(STRATA_ERR_CUDA, "%s: no CUDA device is usable here (%s)", what, runtime().why.c_str());
+}
+
+// Flags come from allocPinned: mapped pinned memory, which under unified
+// addressing (every 64-bit Linux process, every device strata supports) has
+// the same address on the device as on the host.
+CUdeviceptr deviceAddress(Flag* flag) { return reinterpret_cast<CUdeviceptr>(flag); }
+
+struct PendingStore {
+  Flag* flag;
+  uint32_t value;
+};
+
+// Runs on CUDA's callback thread, which must not call CUDA: a store, nothing
+// else.
+void CUDART_CB storeFlag(void* arg) {
+  auto* store = static_cast<PendingStore*>(arg);
+  store->flag->store(store->value, std::memory_order_release);
+  delete store;
+}
+
+class CudaLane final : public StreamLane {
+ public:
+  explicit CudaLane(cudaStream_t stream) : stream_(stream) {
+    std::snprintf(name_, sizeof(name_), "CUDA stream 0x%" PRIxPTR, reinterpret_cast<uintptr_t>(stream));
+  }
+
+  Status copy(void* dst, const void* src, size_t bytes) override {
+    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_);
+    if (err == cudaSuccess) return Status::ok();
+    cudaGetLastError();
+    return STRATA_ERROR(STRATA_ERR_CUDA, "cudaMemcpyAsync(dst=%p, src=%p, %zu bytes) on %s: %s", dst, src, bytes,
+                        name_, errorText(err).c_str());
+  }
+
+  Status signal(Flag* flag, uint32_t value) override {
+    if (runtime().streamMemOps) {
+      CUresult res = probe().driver.writeValue32(stream(), deviceAddress(flag), value, CU_STREAM_WRITE_VALUE_DEFAULT);
+      if (res == CUDA_SUCCESS) return Status::ok();
+      return STRATA_ERROR(STRATA_ERR_CUDA, "cuStreamWriteValue32(flag=%p, %u) on %s: %s", static_cast<void*>(flag),
+                          value, name_, driverErrorText(res).c_str());
+    }
+    auto* store = new PendingStore{flag, value};
+    cudaError_t err = cudaLaunchHostFunc(stream_, storeFlag, store);
+    if (err == cudaSuccess) return Status::ok();
+    delete store;
+    cudaGetLastError();
+    return STRATA_ERROR(STRATA_ERR_CUDA, "cudaLaunchHostFunc (raising flag=%p to %u) on %s: %s",
+                        static_cast<void*>(flag), value, name_, errorText(err).c_str());
+  }
+
+  Status wait(Flag* flag, uint32_t value) override {
+    if (runtime().streamMemOps) {
+      CUresult res = probe().driver.waitValue32(stream(), deviceAddress(flag), value, CU_STREAM_WAIT_VALUE_GEQ);
+      if (res == CUDA_SUCCESS) return Status::ok();
+      return STRATA_ERROR(STRATA_ERR_CUDA, "cuStreamWaitValue32(flag=%p, >= %u) on %s: %s", static_cast<void*>(flag),
+                          value, name_, driverErrorText(res).c_str());
+    }
+    cudaError_t err = launchStreamWait(stream_, reinterpret_cast<const uint32_t*>(flag), value);
+    if (err == cudaSuccess) return Status::ok();
+    cudaGetLastError();
+    return STRATA_ERROR(STRATA_ERR_CUDA, "launching the kernel that waits for flag=%p >= %u on %s: %s",
+                        static_cast<void*>(flag), value, name_, errorText(err).c_str());
+  }
+
+  const char* name() const override { return name_; }
+
+ private:
+  CUstream stream() const { return reinterpret_cast<CUstream>(stream_); }
+
+  cudaStream_t stream_;
+  char name_[40];
+};
+
+}  // namespace
+
+const RuntimeInfo& runtime() { return probe().info; }
+
+BufferKind classify(const void* ptr) {
+  if (!runtime().usable) return {};
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    cudaGetLastError();
+    return {};
+  }
+  switch (attr.type) {
+    case cudaMemoryTypeHost: return {MemKind::PinnedHost, -1};
+    case cudaMemoryTypeDevice: return {MemKind::Device, attr.device};
+    case cudaMemoryTypeManaged: return {MemKind::Managed, attr.device};
+    case cudaMemoryTypeUnregistered: break;
+  }
+  return {};
+}
+
+Status checkStream(void* stream, const char* argName) {
+  if (!runtime().usable) {
+    return makeErrorQuiet(STRATA_ERR_CUDA, "%s=%p: no CUDA device is usable here (%s); pass a NULL stream for a blocking call on host memory",
+                          argName, stream, runtime().why.c_str());
+  }
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaError_t err = cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture);
+  // The legacy default stream answers cudaErrorStreamCaptureImplicit while
+  // another stream captures in global mode: a capture all the same.
+  if (err == cudaErrorStreamCaptureImplicit || (err == cudaSuccess && capture != cudaStreamCaptureStatusNone)) {
+    cudaGetLastError();
+    return makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
+                          "%s=%p is being captured into a CUDA graph: capturing strata calls is not supported; "
+                          "issue the call outside the capture (before cudaStreamBeginCapture or after cudaStreamEndCapture)",
+                          argName, stream);
+  }
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return makeErrorQuiet(STRATA_ERR_CUDA, "%s=%p is not a stream CUDA accepts (cudaStreamIsCapturing: %s); pass a live cudaStream_t",
+                          argName, stream, errorText(err).c_str());
+  }
+  return Status::ok();
+}
+
+std::unique_ptr<StreamLane> cudaLane(void* stream) {
+  return std::make_unique<CudaLane>(static_cast<cudaStream_t>(stream));
+}
+
+Status allocPinned(size_t bytes, void** out) {
+  if (!runtime().usable) return notUsable("allocating pinned host memory");
+  void* ptr = nullptr;
+  cudaError_t err = cudaHostAlloc(&ptr, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return STRATA_ERROR(STRATA_ERR_CUDA, "cudaHostAlloc(%zu bytes, mapped | portable): %s",
+                        bytes, errorText(err).c_str());
+  }
+  *out = ptr;
+  return Status::ok();
+}
+
+void freePinned(void* ptr) {
+  if (ptr == nullptr) return;
+  cudaError_t err = cudaFreeHost(ptr);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    STRATA_WARN(COLL, "cudaFreeHost(%p): %s", ptr, errorText(err).c_str());
+  }
+}
+
+Status allocDevice(size_t bytes, void** out) {
+  if (!runtime().usable) return notUsable("allocating GPU memory");
+  void* ptr = nullptr;
+  cudaError_t err = cudaMalloc(&ptr, bytes);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    int device = -1;
+    cudaGetDevice(&device);
+    return STRATA_ERROR(STRATA_ERR_CUDA, "cudaMalloc(%zu bytes) on CUDA device %d: %s", bytes, device,
+                        errorText(err).c_str());
+  }
+  *out = ptr;
+  return Status::ok();
+}
+
+Status freeDevice(void* ptr) {
+  if (ptr == nullptr) return Status::ok();
+  if (!runtime().usable) return notUsable("freeing GPU memory");
+  cudaError_t err = cudaFree(ptr);
+  if (err == cudaSuccess) return Status::ok();
+  cudaGetLastError();
+  return STRATA_ERROR(STRATA_ERR_CUDA, "cudaFree(ptr=%p): %s; pass a pointer from strata_mem_alloc", ptr,
+                      errorText(err).c_str());
+}
+
+}  // namespace strata::gpu
