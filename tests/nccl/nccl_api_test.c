@@ -362,7 +362,7 @@ static int probeGpu(void) {
  * communicator healthy. */
 static void streamsWithoutGpu(ncclComm_t comm) {
   cudaStream_t stream = (cudaStream_t)(uintptr_t)0x5eed;
-  double buf[4 * NRANKS] = {0};
+  double buf[64] = {0}; /* disjoint regions, or in place as each call defines it */
   ncclRedOp_t onDevice;
   NCCL_OK(ncclRedOpCreatePreMulSum(&onDevice, buf, ncclFloat64, ncclScalarDevice, comm), comm);
   for (int call = 0; call < 12; ++call) {
@@ -371,9 +371,9 @@ static void streamsWithoutGpu(ncclComm_t comm) {
       case 0: r = ncclAllReduce(buf, buf, 4, ncclFloat64, ncclSum, comm, stream); break;
       case 1: r = ncclBroadcast(buf, buf, 4, ncclFloat64, 0, comm, stream); break;
       case 2: r = ncclReduce(buf, buf, 4, ncclFloat64, ncclMax, 1, comm, stream); break;
-      case 3: r = ncclAllGather(buf, buf + 4, 4, ncclFloat64, comm, stream); break;
-      case 4: r = ncclReduceScatter(buf, buf, 1, ncclFloat64, ncclSum, comm, stream); break;
-      case 5: r = ncclAlltoAll(buf, buf + 2 * NRANKS, 1, ncclFloat64, comm, stream); break;
+      case 3: r = ncclAllGather(buf, buf + 16, 4, ncclFloat64, comm, stream); break;
+      case 4: r = ncclReduceScatter(buf + 40, buf + 40 + me, 1, ncclFloat64, ncclSum, comm, stream); break;
+      case 5: r = ncclAlltoAll(buf, buf + 32, 1, ncclFloat64, comm, stream); break;
       case 6: r = ncclGather(buf, buf + 4, 1, ncclFloat64, 0, comm, stream); break;
       case 7: r = ncclScatter(buf + 4, buf, 1, ncclFloat64, 0, comm, stream); break;
       case 8: r = ncclSend(buf, 4, ncclFloat64, (me + 1) % NRANKS, comm, stream); break;
