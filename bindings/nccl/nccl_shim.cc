@@ -728,4 +728,43 @@ ncclResult_t ncclGroupEnd(void) try {
   return r;
 } NCCL_CATCH_ESCAPES
 
+// NCCL's profiling names (pncclX): the same functions, for tools that wrap ncclX.
+#define NCCL_PROFILING_NAME(fn) __typeof__(fn) p##fn __attribute__((alias(#fn)));
+NCCL_PROFILING_NAME(ncclMemAlloc)
+NCCL_PROFILING_NAME(ncclMemFree)
+NCCL_PROFILING_NAME(ncclGetVersion)
+NCCL_PROFILING_NAME(ncclGetUniqueId)
+NCCL_PROFILING_NAME(ncclCommInitRankConfig)
+NCCL_PROFILING_NAME(ncclCommInitRank)
+NCCL_PROFILING_NAME(ncclCommInitRankScalable)
+NCCL_PROFILING_NAME(ncclCommInitAll)
+NCCL_PROFILING_NAME(ncclCommFinalize)
+NCCL_PROFILING_NAME(ncclCommDestroy)
+NCCL_PROFILING_NAME(ncclCommAbort)
+NCCL_PROFILING_NAME(ncclCommSplit)
+NCCL_PROFILING_NAME(ncclGetErrorString)
+NCCL_PROFILING_NAME(ncclGetLastError)
+NCCL_PROFILING_NAME(ncclCommGetAsyncError)
+NCCL_PROFILING_NAME(ncclCommCount)
+NCCL_PROFILING_NAME(ncclCommCuDevice)
+NCCL_PROFILING_NAME(ncclCommUserRank)
+NCCL_PROFILING_NAME(ncclCommRegister)
+NCCL_PROFILING_NAME(ncclCommDeregister)
+NCCL_PROFILING_NAME(ncclRedOpCreatePreMulSum)
+NCCL_PROFILING_NAME(ncclRedOpDestroy)
+NCCL_PROFILING_NAME(ncclReduce)
+NCCL_PROFILING_NAME(ncclBcast)
+NCCL_PROFILING_NAME(ncclBroadcast)
+NCCL_PROFILING_NAME(ncclAllReduce)
+NCCL_PROFILING_NAME(ncclReduceScatter)
+NCCL_PROFILING_NAME(ncclAllGather)
+NCCL_PROFILING_NAME(ncclSend)
+NCCL_PROFILING_NAME(ncclRecv)
+NCCL_PROFILING_NAME(ncclAlltoAll)
+NCCL_PROFILING_NAME(ncclGather)
+NCCL_PROFILING_NAME(ncclScatter)
+NCCL_PROFILING_NAME(ncclGroupStart)
+NCCL_PROFILING_NAME(ncclGroupEnd)
+#undef NCCL_PROFILING_NAME
+
 }  // extern "C"

@@ -469,6 +469,11 @@ int runRank(int rank, ncclUniqueId id, const ncclUniqueId* scalableIds) {
   NCCL_OK(ncclGetVersion(&version), comm);
   CHECK(n == NRANKS && r == rank && dev == -1 && version == NCCL_VERSION_CODE,
         "queries: count %d rank %d device %d version %d", n, r, dev, version);
+  /* The profiling names are the same functions. */
+  int pn = 0;
+  NCCL_OK(pncclCommCount(comm, &pn), comm);
+  CHECK(pn == NRANKS && pncclGetErrorString(ncclInvalidUsage) == ncclGetErrorString(ncclInvalidUsage),
+        "pnccl names: count %d", pn);
 
   Watchdog w = {comm, 0, 0, 0};
   pthread_t poller;
