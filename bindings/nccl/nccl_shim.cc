@@ -3,6 +3,7 @@
 // sums), maps NCCL's values to strata's, and maps the result back. A non-NULL
 // stream goes to strata's stream-ordered calls (strata_*_ex); a NULL stream
 // takes the same calls' blocking form on host buffers.
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdint>
@@ -35,12 +36,9 @@ struct ncclComm {
     const void* device;       // ncclScalarDevice: read when a stream call runs
   };
   std::deque<PreMul> premul;
-  // ncclCommRegister's handles, each owning its record.
-  struct Registration {
-    void* buff;
-    size_t size;
-  };
-  std::unordered_map<void*, std::unique_ptr<Registration>> registrations;
+  // ncclCommRegister's handles: each a distinct heap byte, owned here until
+  // ncclCommDeregister (or the communicator's end) frees it.
+  std::unordered_map<void*, std::unique_ptr<char>> registrations;
   // Written by calls on the communicator and read by ncclGetLastError from
   // any thread (PyTorch's watchdog reads it while collectives run).
   std::mutex errorMutex;
@@ -338,6 +336,11 @@ ncclResult_t rootedArgs(ncclComm_t comm, int root, int n, size_t count, const Pr
 
 ncclComm_t wrap(strata_comm_t s) { return new ncclComm(s); }
 
+// A communicator freed inside the group that initialised it is not waited for.
+void forget(ncclComm_t comm) {
+  tGroupInits.erase(std::remove(tGroupInits.begin(), tGroupInits.end(), comm), tGroupInits.end());
+}
+
 // Waits for the communicators initialised inside the group that just ended,
 // as NCCL completes them at ncclGroupEnd.
 ncclResult_t finishGroupInits() {
@@ -454,6 +457,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) try {
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  forget(comm);
   strata_result_t rc = strata_comm_destroy(comm->comm);
   delete comm;
   return done(rc, nullptr);
@@ -461,6 +465,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  forget(comm);
   strata_result_t rc = strata_comm_abort(comm->comm);
   delete comm;
   return done(rc, nullptr);
@@ -538,7 +543,7 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, vo
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   if (!handle) return fail(ncclInvalidArgument, comm, "handle (the output pointer) is NULL");
   if (!buff) return fail(ncclInvalidArgument, comm, "buff is NULL (size=%zu)", size);
-  auto reg = std::make_unique<ncclComm::Registration>(ncclComm::Registration{buff, size});
+  auto reg = std::make_unique<char>();
   void* key = reg.get();
   comm->registrations.emplace(key, std::move(reg));
   *handle = key;
