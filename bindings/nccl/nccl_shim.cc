@@ -428,23 +428,20 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* /*devlist*/
   ncclUniqueId id;
   ncclResult_t r = ncclGetUniqueId(&id);
   if (r != ncclSuccess) return r;
-  // Every rank's init blocks until all have joined: one thread each.
-  std::vector<ncclResult_t> results(ndev, ncclSuccess);
-  std::vector<std::string> errors(ndev);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < ndev; ++i)
-    threads.emplace_back([&, i] {
-      results[i] = ncclCommInitRank(&comms[i], ndev, id, i);
-      if (results[i] != ncclSuccess) errors[i] = tLastError;
-    });
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < ndev; ++i)
-    if (results[i] != ncclSuccess) {
-      for (int j = 0; j < ndev; ++j)
-        if (results[j] == ncclSuccess) ncclCommDestroy(comms[j]);
-      return fail(results[i], nullptr, "rank %d: %s", i, errors[i].c_str());
-    }
-  return ncclSuccess;
+  // Inside a group each rank's init starts without waiting for the others,
+  // and ncclGroupEnd waits for all of them.
+  r = ncclGroupStart();
+  if (r != ncclSuccess) return r;
+  int made = 0;
+  while (made < ndev && r == ncclSuccess) {
+    r = ncclCommInitRank(&comms[made], ndev, id, made);
+    if (r == ncclSuccess) ++made;
+  }
+  const std::string why = tLastError;
+  ncclResult_t ended = ncclGroupEnd();
+  if (r == ncclSuccess && ended == ncclSuccess) return ncclSuccess;
+  for (int i = 0; i < made; ++i) ncclCommDestroy(comms[i]);
+  return r != ncclSuccess ? fail(r, nullptr, "rank %d: %s", made, why.c_str()) : ended;
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) try {
