@@ -76,12 +76,16 @@ Status describeStreamCall(const CallOptions& opts, const void* in, uint64_t inBy
 }
 
 Status checkHostOrdered(const void* in, uint64_t inBytes, const void* out, uint64_t outBytes) {
-  STRATA_CHECK(checkHostBuffer("sendbuf", describe(in, inBytes)));
-  STRATA_CHECK(checkHostBuffer("recvbuf", describe(out, outBytes)));
-  auto device = [](const void* p, uint64_t bytes) { return bytes && !gpu::hostReadable(gpu::classify(p).kind); };
-  if (device(in, inBytes) || device(out, outBytes))
-    return STRATA_INVALID_ARG("%s=%p is GPU memory: pass a stream (options->stream) to use it",
-                              device(in, inBytes) ? "sendbuf" : "recvbuf", device(in, inBytes) ? in : out);
+  const struct {
+    const char* name;
+    streams::UserBuffer buffer;
+  } buffers[] = {{"sendbuf", describe(in, inBytes)}, {"recvbuf", describe(out, outBytes)}};
+  for (const auto& b : buffers) {
+    if (b.buffer.staged)
+      return STRATA_INVALID_ARG("%s=%p is GPU memory: pass a stream (options->stream) to use it", b.name,
+                                b.buffer.ptr);
+    STRATA_CHECK(checkHostBuffer(b.name, b.buffer));
+  }
   return Status::ok();
 }
 

@@ -2,13 +2,14 @@
 // everything, and the driver's stream memory operations through
 // cudaGetDriverEntryPointByVersion, so that libcuda is loaded by the runtime
 // when a driver exists and never named at link time.
+#include "cuda_seam.h"
+
 #include <cuda_runtime_api.h>
 #include <cudaTypedefs.h>
 
 #include <cinttypes>
 #include <cstdio>
 
-#include "cuda_seam.h"
 #include "log.h"
 #include "stream_wait.h"
 
@@ -136,8 +137,8 @@ struct PendingStore {
   uint32_t value;
 };
 
-// Runs on CUDA's callback thread, which must not call CUDA: a store, nothing
-// else.
+// Runs on CUDA's callback thread, which must not call CUDA: the store and
+// freeing its note, nothing else.
 void CUDART_CB storeFlag(void* arg) {
   auto* store = static_cast<PendingStore*>(arg);
   store->flag->store(store->value, std::memory_order_release);

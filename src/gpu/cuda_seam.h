@@ -62,7 +62,12 @@ bool mapped(const void* ptr, size_t bytes);
 // error). `argName` names the argument in messages.
 Status checkStream(void* stream, const char* argName);
 
-// A lane on a CUDA stream (cudaStream_t as void*).
+// A lane on a CUDA stream (cudaStream_t as void*). Its flags must come from
+// allocPinned: the stream reads and writes them by address. Its host buffers
+// should too: CUDA may hold the calling thread until the stream's earlier
+// work is done before a copy to or from pageable memory, which never happens
+// if that work waits on a flag the same thread would raise. Null in a build
+// without CUDA.
 std::unique_ptr<StreamLane> cudaLane(void* stream);
 
 // Pinned host memory, mapped into the device's address space: staging slots
