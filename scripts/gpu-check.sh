@@ -18,7 +18,8 @@
 #
 # Environment: GPU_CHECK_BUILD (build directory, default build-gpu),
 # GPU_CHECK_LOGS (one log per check, default <build>-logs),
-# GPU_CHECK_MAX_BYTES (nccl-tests' largest size, default 64M).
+# GPU_CHECK_MAX_BYTES (nccl-tests' largest size, default 64M),
+# GPU_CHECK_SANITIZE (the gpu-suite test to run under compute-sanitizer).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
@@ -135,8 +136,15 @@ for suite in gpu nccl; do
   run "$name" 2400 "${meson[@]}" test -C "$build" --no-rebuild --suite "$suite" --print-errorlogs
   status=$?
   counts=$(grep -E '^(Ok|Fail|Skipped|Timeout|Unexpected Pass):' "$(logOf "$name")" | tr -s ' ' | tr '\n' ' ')
-  if [ $status -eq 0 ]; then record "$name" "PASS" "$listed tests: $counts"
-  else record "$name" "FAIL" "$listed tests: ${counts:-$(why "$status" "$name")} (log $(logOf "$name"))"; fi
+  # Where there is a GPU, a test that skips did not check what it is for.
+  skipped=$(sed -n 's/.* \/ \([^ ]*\) *SKIP .*/\1/p' "$(logOf "$name")" | tr '\n' ' ')
+  if [ $status -ne 0 ]; then
+    record "$name" "FAIL" "$listed tests: ${counts:-$(why "$status" "$name")} (log $(logOf "$name"))"
+  elif [ -n "$skipped" ] && [ "$ngpu" -gt 0 ]; then
+    record "$name" "FAIL" "$listed tests: skipped with a GPU present: $skipped(log $(logOf "$name"))"
+  else
+    record "$name" "PASS" "$listed tests: $counts${skipped:+(skipped: $skipped)}"
+  fi
 done
 
 # --- nccl-tests, built against strata -----------------------------------------
@@ -247,9 +255,13 @@ elif [ -z "$sanitizer" ]; then
 elif [ $built -eq 0 ]; then
   record "$name" "NOT RUN" "strata did not build"
 else
-  # The first test of the gpu suite, else nccl-tests' all_reduce (one rank:
-  # strata's staging and stream synchronisation under the sanitizer).
-  target=$("${meson[@]}" test -C "$build" --no-rebuild --list --suite gpu 2>/dev/null | sed -n 's/.* \/ //p' | head -n 1)
+  # GPU_CHECK_SANITIZE names a test of the gpu suite; by default nccl_stream
+  # (ranks exchanging device buffers on streams through the NCCL library),
+  # else the suite's first test, else nccl-tests' all_reduce with one rank.
+  gpuTests=$("${meson[@]}" test -C "$build" --no-rebuild --list --suite gpu 2>/dev/null | sed -n 's/.* \/ //p')
+  target=${GPU_CHECK_SANITIZE:-}
+  [ -z "$target" ] && grep -qx nccl_stream <<<"$gpuTests" && target=nccl_stream
+  [ -z "$target" ] && target=$(head -n 1 <<<"$gpuTests")
   memcheck=("$sanitizer" --tool memcheck --error-exitcode 99 --target-processes all)
   if [ -n "$target" ]; then
     run "$name" 1800 "${meson[@]}" test -C "$build" --no-rebuild --verbose --wrapper "${memcheck[*]}" "$target"
