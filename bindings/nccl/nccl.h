@@ -1,14 +1,17 @@
 /*
  * nccl.h for strata's NCCL-compatible library (libnccl.so.2).
  *
- * The NCCL 2.18 host API with NCCL's names, enum values, struct layouts and
+ * The NCCL 2.23 API with NCCL's names, enum values, struct layouts and
  * result codes, written from NVIDIA's public API documentation, so programs
- * built against NCCL build and link against strata unchanged. Buffers are
- * host memory and every stream argument must be NULL: this library has no
- * GPU path yet (a non-NULL stream gets ncclInvalidArgument). Calls complete
- * before they return, except inside ncclGroupStart/End, where they complete
- * at the outermost ncclGroupEnd, and a non-blocking init (config.blocking =
- * 0), which other calls on the communicator wait for.
+ * built against NCCL build and link against strata unchanged.
+ *
+ * Streams: a NULL stream means host buffers and a call that completes before
+ * it returns (inside ncclGroupStart/End: at the outermost ncclGroupEnd). A
+ * non-NULL cudaStream_t enqueues the operation on that stream, as NCCL does;
+ * its buffers may be device, managed or host memory. Without a usable GPU
+ * such a call fails with ncclUnhandledCudaError and ncclGetLastError says
+ * why. A non-blocking init (config.blocking = 0) returns ncclInProgress;
+ * other calls on the communicator wait for it.
  */
 #ifndef NCCL_H_
 #define NCCL_H_
@@ -16,15 +19,27 @@
 #include <limits.h>
 #include <stddef.h>
 
+/* nccl-tests and other CUDA clients take half and __nv_bfloat16 from the
+ * headers that NCCL's own nccl.h includes. */
+#if defined(__has_include)
+#if __has_include(<cuda_runtime.h>)
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#if __has_include(<cuda_bf16.h>)
+#include <cuda_bf16.h>
+#endif
+#endif
+#endif
+
 #define NCCL_MAJOR 2
-#define NCCL_MINOR 18
-#define NCCL_PATCH 5
+#define NCCL_MINOR 23
+#define NCCL_PATCH 4
 #define NCCL_SUFFIX "strata"
 #define NCCL_VERSION(X, Y, Z) \
   (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
 #define NCCL_VERSION_CODE NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH)
 
-/* The CUDA runtime's definition when its headers came first; otherwise the
+/* The CUDA runtime's definition when its headers are at hand; otherwise the
  * same type, so that the ABI is NCCL's either way. */
 #ifndef CUDART_VERSION
 typedef struct CUstream_st* cudaStream_t;
@@ -57,6 +72,9 @@ typedef enum {
 #define NCCL_CONFIG_UNDEF_PTR NULL
 #define NCCL_SPLIT_NOCOLOR -1
 
+/* NCCL 2.23's layout, which ends at splitShare (later NCCL versions append
+ * fields). A config from a newer header, larger and with a newer version, is
+ * accepted too: only blocking is read. */
 typedef struct ncclConfig_v21700 {
   size_t size;           /* set by NCCL_CONFIG_INITIALIZER */
   unsigned int magic;    /* set by NCCL_CONFIG_INITIALIZER */
@@ -109,13 +127,22 @@ typedef enum {
 
 typedef enum { ncclScalarDevice = 0, ncclScalarHostImmediate = 1 } ncclScalarResidence_t;
 
+/* GPU memory for buffers, on the calling thread's current CUDA device.
+ * Without a usable GPU: ncclUnhandledCudaError. */
+ncclResult_t ncclMemAlloc(void** ptr, size_t size);
+ncclResult_t ncclMemFree(void* ptr);
+
 ncclResult_t ncclGetVersion(int* version);
 ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId);
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config);
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
-/* One process, ndev communicators (devlist is ignored without GPUs): drive
- * them together inside ncclGroupStart/End. */
+/* nId ids (the same on every rank) spread NCCL's bootstrap; strata's needs
+ * one and uses commIds[0]. */
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                      ncclUniqueId* commIds, ncclConfig_t* config);
+/* One process, ndev communicators (devlist is ignored): drive them together
+ * inside ncclGroupStart/End. */
 ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist);
 ncclResult_t ncclCommFinalize(ncclComm_t comm);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
@@ -124,14 +151,22 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
                            ncclConfig_t* config);
 const char* ncclGetErrorString(ncclResult_t result);
 const char* ncclGetLastError(ncclComm_t comm);
+/* Safe to call from another thread while the communicator is in use (a
+ * watchdog polling it). */
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count);
-/* No GPU: sets *device to -1. */
+/* Sets *device to -1: strata does not tie a communicator to a device. */
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device);
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank);
 
-/* Sum after multiplying every input by *scalar (host memory,
- * ncclScalarHostImmediate; float, double and integer types). */
+/* Registration is a no-op for strata: the handle only pairs the calls. */
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle);
+
+/* Sum after multiplying every rank's input by *scalar, one element of
+ * datatype (any type). ncclScalarHostImmediate: host memory, read now.
+ * ncclScalarDevice: device memory, read when a stream call runs (a
+ * NULL-stream call cannot read it). */
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                       ncclScalarResidence_t residence, ncclComm_t comm);
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm);
@@ -154,8 +189,81 @@ ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatyp
                       ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream);
+
+/* Calls that NCCL added in 2.28, offered here because clients built against
+ * a newer nccl.h (PyTorch's wheels) call them. count elements per rank:
+ * all-to-all sends block p of sendbuff to rank p, which receives it as block
+ * `rank` of recvbuff (not in place). Gather puts rank r's sendbuff at block r
+ * of the root's recvbuff (in place when sendbuff == recvbuff + root * count);
+ * scatter sends block r of the root's sendbuff to rank r's recvbuff (in place
+ * when recvbuff == sendbuff + root * count). */
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
+                        ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+
+/* Inside a group, calls are queued and issued at the outermost ncclGroupEnd,
+ * which also completes the communicators initialised inside the group (so
+ * one thread may initialise several ranks of one communicator there). */
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
+
+/* NCCL's profiling names: each call above under a second name (pncclX is
+ * ncclX), so that a tool that defines ncclX to wrap it can call the real one. */
+ncclResult_t pncclMemAlloc(void** ptr, size_t size);
+ncclResult_t pncclMemFree(void* ptr);
+ncclResult_t pncclGetVersion(int* version);
+ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId);
+ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                     ncclConfig_t* config);
+ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
+ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                       ncclUniqueId* commIds, ncclConfig_t* config);
+ncclResult_t pncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist);
+ncclResult_t pncclCommFinalize(ncclComm_t comm);
+ncclResult_t pncclCommDestroy(ncclComm_t comm);
+ncclResult_t pncclCommAbort(ncclComm_t comm);
+ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                            ncclConfig_t* config);
+const char* pncclGetErrorString(ncclResult_t result);
+const char* pncclGetLastError(ncclComm_t comm);
+ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
+ncclResult_t pncclCommCount(const ncclComm_t comm, int* count);
+ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device);
+ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank);
+ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
+ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle);
+ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                       ncclScalarResidence_t residence, ncclComm_t comm);
+ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm);
+ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                        cudaStream_t stream);
+ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                            ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                            cudaStream_t stream);
+ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                cudaStream_t stream);
+ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                       ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                       ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count,
+                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclGroupStart(void);
+ncclResult_t pncclGroupEnd(void);
 
 #ifdef __cplusplus
 }

@@ -1,33 +1,67 @@
-// libnccl.so.2: NCCL's host API on top of strata's public C API. Each call
-// checks what strata does not know about (streams, NCCL's enum values,
-// configs), maps NCCL's values to strata's, and maps the result back.
+// libnccl.so.2: NCCL's API on top of strata's public C API. Each call checks
+// what strata does not know about (NCCL's enum values, configs, pre-multiplied
+// sums), maps NCCL's values to strata's, and maps the result back. A non-NULL
+// stream goes to strata's stream-ordered calls (strata_*_ex); a NULL stream
+// takes the same calls' blocking form on host buffers.
+#include <algorithm>
+#include <cmath>
 #include <cstdarg>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "nccl.h"
 #include "strata/strata.h"
 
 struct ncclComm {
+  explicit ncclComm(strata_comm_t s) : comm(s) {}
+
   strata_comm_t comm;
   // Pre-multiplied sums: op ncclNumOps + i is premul[i] (invalid when !live).
+  // A deque, so that a scalar handed to strata stays put when ops are added.
   struct PreMul {
     bool live;
     ncclDataType_t datatype;
-    unsigned char scalar[8];
+    ncclScalarResidence_t residence;
+    unsigned char scalar[8];  // ncclScalarHostImmediate: the value, copied at creation
+    const void* device;       // ncclScalarDevice: read when a stream call runs
   };
-  std::vector<PreMul> premul;
+  std::deque<PreMul> premul;
+  // ncclCommRegister's handles: each a distinct heap byte, owned here until
+  // ncclCommDeregister (or the communicator's end) frees it.
+  std::unordered_map<void*, std::unique_ptr<char>> registrations;
+  // Written by calls on the communicator and read by ncclGetLastError from
+  // any thread (PyTorch's watchdog reads it while collectives run).
+  std::mutex errorMutex;
   std::string lastError;
 };
 
 namespace {
 
 thread_local std::string tLastError;
+// ncclGroupStart nesting on this thread, what the outermost ncclGroupEnd
+// completes: communicators initialised inside the group, and the
+// pre-multiplied copies of inputs whose calls are queued until then.
+thread_local int tGroupDepth = 0;
+thread_local std::vector<ncclComm_t> tGroupInits;
+thread_local std::vector<std::vector<unsigned char>> tGroupScratch;
+
+void setError(ncclComm_t comm, const char* message) {
+  tLastError = message;
+  if (comm) {
+    std::lock_guard<std::mutex> lock(comm->errorMutex);
+    comm->lastError = message;
+  }
+}
 
 ncclResult_t fromStrata(strata_result_t rc) {
   switch (rc) {
@@ -39,16 +73,14 @@ ncclResult_t fromStrata(strata_result_t rc) {
     case STRATA_ERR_REMOTE:
     case STRATA_ERR_TIMEOUT: return ncclRemoteError;  // a peer died, or never came
     case STRATA_IN_PROGRESS: return ncclInProgress;
+    case STRATA_ERR_CUDA: return ncclUnhandledCudaError;
   }
   return ncclInternalError;
 }
 
 // The result of a strata call, with strata's message kept for ncclGetLastError.
 ncclResult_t done(strata_result_t rc, ncclComm_t comm) {
-  if (rc != STRATA_SUCCESS) {
-    tLastError = comm ? strata_comm_last_error(comm->comm) : strata_last_error();
-    if (comm) comm->lastError = tLastError;
-  }
+  if (rc != STRATA_SUCCESS) setError(comm, comm ? strata_comm_last_error(comm->comm) : strata_last_error());
   return fromStrata(rc);
 }
 
@@ -59,9 +91,19 @@ ncclResult_t fail(ncclResult_t rc, ncclComm_t comm, const char* fmt, ...) {
   va_start(ap, fmt);
   std::vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
-  tLastError = buf;
-  if (comm) comm->lastError = buf;
+  setError(comm, buf);
   return rc;
+}
+
+// Like done(), for a call that moves data: the message names the NCCL call
+// and, for a stream-ordered one, the stream, since a CUDA error there is
+// usually about the stream or its device rather than the arguments.
+ncclResult_t issued(strata_result_t rc, ncclComm_t comm, const char* what, cudaStream_t stream) {
+  if (rc == STRATA_SUCCESS) return ncclSuccess;
+  const char* why = comm ? strata_comm_last_error(comm->comm) : strata_last_error();
+  if (stream)
+    return fail(fromStrata(rc), comm, "%s on stream %p: %s", what, static_cast<void*>(stream), why);
+  return fail(fromStrata(rc), comm, "%s: %s", what, why);
 }
 
 // What an entry point returns when a C++ exception reached it: no exception
@@ -93,22 +135,107 @@ bool toStrata(ncclDataType_t dt, strata_datatype_t* out) {
   return true;
 }
 
-// Common checks of a collective: communicator, stream, datatype.
-ncclResult_t prepare(ncclComm_t comm, cudaStream_t stream, ncclDataType_t datatype,
-                     strata_datatype_t* dt) {
+// binary16 and bfloat16 <-> float, rounding to nearest even. The shim sees
+// only strata's C API, so it cannot borrow strata's kernels for these.
+float halfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  if (exp == 0) {  // zero or subnormal: mant units of 2^-24
+    const float v = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -v : v;
+  }
+  const uint32_t bits = sign | (exp == 31 ? 0x7f800000u | (mant << 13) : ((exp + 112) << 23) | (mant << 13));
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+uint16_t floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof(x));
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+  const uint32_t ax = x & 0x7fffffff;
+  if (ax > 0x7f800000) return sign | 0x7e00;  // NaN stays NaN
+  if (ax >= 0x477ff000) return sign | 0x7c00;  // 65520 and up round to infinity
+  if (ax < 0x38800000) {                       // below 2^-14: a subnormal half, exact after scaling
+    float a;
+    std::memcpy(&a, &ax, sizeof(a));
+    return sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f));
+  }
+  uint32_t h = ((((ax >> 23) - 112) << 10) | ((ax & 0x7fffff) >> 13));
+  const uint32_t rest = ax & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;  // a carry moves into the exponent, as it should
+  return sign | static_cast<uint16_t>(h);
+}
+
+float bf16ToFloat(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+uint16_t floatToBf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof(x));
+  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);
+  return static_cast<uint16_t>((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+// A collective's common arguments in strata's terms.
+struct Prepared {
+  strata_datatype_t dt = STRATA_UINT8;
+  size_t elem = 0;
+  strata_call_options_t options = STRATA_CALL_OPTIONS_INIT;
+};
+
+ncclResult_t prepare(ncclComm_t comm, cudaStream_t stream, ncclDataType_t datatype, Prepared* p) {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
-  if (stream)
-    return fail(ncclInvalidArgument, comm,
-                "stream=%p: this libnccl (strata) has no GPU support; pass a NULL stream and host buffers",
-                static_cast<void*>(stream));
-  if (!toStrata(datatype, dt)) return fail(ncclInvalidArgument, comm, "datatype=%d is not an ncclDataType_t", datatype);
+  if (!toStrata(datatype, &p->dt)) return fail(ncclInvalidArgument, comm, "datatype=%d is not an ncclDataType_t", datatype);
+  p->elem = strata_datatype_size(p->dt);
+  p->options.stream = static_cast<strata_stream_t>(stream);
   return ncclSuccess;
 }
 
-// A reduction op: strata's op, or a pre-multiplied sum whose scaled copy of
-// the input is made in `scaled` (which then replaces sendbuff).
+// Multiplies count elements of `in` by the scalar into `out`. Products of
+// two halves or two bfloat16s are exact in float, so rounding once to the
+// type gives the correctly rounded product.
+void scaleInto(ncclDataType_t datatype, const unsigned char* scalar, const void* in, size_t count, unsigned char* out) {
+  auto scale = [&](auto zero) {
+    using T = decltype(zero);
+    T s;
+    std::memcpy(&s, scalar, sizeof(T));
+    const T* src = static_cast<const T*>(in);
+    T* dst = reinterpret_cast<T*>(out);
+    for (size_t i = 0; i < count; ++i) dst[i] = static_cast<T>(src[i] * s);
+  };
+  auto scale16 = [&](float (*toF)(uint16_t), uint16_t (*fromF)(float)) {
+    uint16_t s;
+    std::memcpy(&s, scalar, sizeof(s));
+    const float fs = toF(s);
+    const uint16_t* src = static_cast<const uint16_t*>(in);
+    uint16_t* dst = reinterpret_cast<uint16_t*>(out);
+    for (size_t i = 0; i < count; ++i) dst[i] = fromF(toF(src[i]) * fs);
+  };
+  switch (datatype) {
+    case ncclInt8: scale(int8_t{}); break;
+    case ncclUint8: scale(uint8_t{}); break;
+    case ncclInt32: scale(int32_t{}); break;
+    case ncclUint32: scale(uint32_t{}); break;
+    case ncclInt64: scale(int64_t{}); break;
+    case ncclUint64: scale(uint64_t{}); break;
+    case ncclFloat16: scale16(halfToFloat, floatToHalf); break;
+    case ncclBfloat16: scale16(bf16ToFloat, floatToBf16); break;
+    case ncclFloat32: scale(float{}); break;
+    default: scale(double{}); break;
+  }
+}
+
+// A reduction op in strata's terms. A pre-multiplied sum on a stream becomes
+// strata's sum with options.premul_scalar (strata scales); with a NULL stream
+// the input is scaled here into `scaled`, which then replaces sendbuff.
 ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t datatype, const void** sendbuff,
-                       size_t count, std::vector<unsigned char>& scaled, strata_op_t* out) {
+                       size_t count, std::vector<unsigned char>& scaled, strata_op_t* out, Prepared* p) {
   static const strata_op_t kMap[] = {STRATA_SUM, STRATA_PROD, STRATA_MAX, STRATA_MIN, STRATA_AVG};
   if (op >= 0 && op < ncclNumOps) {
     *out = kMap[op];
@@ -120,60 +247,131 @@ ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t datatype,
   const ncclComm::PreMul& pm = comm->premul[index];
   if (pm.datatype != datatype)
     return fail(ncclInvalidArgument, comm, "op=%d was created for datatype %d, used with %d", op, pm.datatype, datatype);
+  *out = STRATA_SUM;
+  if (p->options.stream) {
+    p->options.premul_scalar = pm.residence == ncclScalarDevice ? pm.device : pm.scalar;
+    return ncclSuccess;
+  }
+  if (pm.residence == ncclScalarDevice)
+    return fail(ncclInvalidUsage, comm,
+                "op=%d multiplies by a device-resident scalar (ncclScalarDevice), which a call with a NULL stream "
+                "(host buffers) cannot read; pass the stream the scalar is ready on",
+                op);
   if (count > 0 && !*sendbuff) return fail(ncclInvalidArgument, comm, "sendbuff is NULL");
-  const size_t elem = datatype == ncclInt8 || datatype == ncclUint8 ? 1
-                      : datatype == ncclInt64 || datatype == ncclUint64 || datatype == ncclFloat64 ? 8 : 4;
   // Checked before the product is formed: a count this large would wrap it
   // or make resize throw.
-  if (count > scaled.max_size() / elem)
+  if (count > scaled.max_size() / p->elem)
     return fail(ncclInvalidArgument, comm, "count=%zu elements of %zu bytes cannot be pre-multiplied into one buffer",
-                count, elem);
-  scaled.resize(count * elem);
-  auto scale = [&](auto zero) {
-    using T = decltype(zero);
-    T s;
-    std::memcpy(&s, pm.scalar, sizeof(T));
-    const T* in = static_cast<const T*>(*sendbuff);
-    T* o = reinterpret_cast<T*>(scaled.data());
-    for (size_t i = 0; i < count; ++i) o[i] = static_cast<T>(in[i] * s);
-  };
-  switch (datatype) {
-    case ncclInt8: scale(int8_t{}); break;
-    case ncclUint8: scale(uint8_t{}); break;
-    case ncclInt32: scale(int32_t{}); break;
-    case ncclUint32: scale(uint32_t{}); break;
-    case ncclInt64: scale(int64_t{}); break;
-    case ncclUint64: scale(uint64_t{}); break;
-    case ncclFloat32: scale(float{}); break;
-    default: scale(double{}); break;
-  }
+                count, p->elem);
+  scaled.resize(count * p->elem);
+  scaleInto(datatype, pm.scalar, *sendbuff, count, scaled.data());
   *sendbuff = scaled.data();
-  *out = STRATA_SUM;
   return ncclSuccess;
 }
 
 // A reducing collective over `count` inputs: prepare() and resolveOp(), then
-// `call` with the input to reduce (the scaled copy for a pre-multiplied sum)
-// and strata's datatype and op.
+// `call` with the input to reduce, strata's datatype and op, and the options.
 template <typename Call>
-ncclResult_t reduction(ncclComm_t comm, cudaStream_t stream, ncclDataType_t datatype, ncclRedOp_t op,
-                       const void* sendbuff, size_t count, Call call) {
-  strata_datatype_t dt = STRATA_UINT8;
-  strata_op_t sop = STRATA_SUM;
+ncclResult_t reduction(const char* what, ncclComm_t comm, cudaStream_t stream, ncclDataType_t datatype,
+                       ncclRedOp_t op, const void* sendbuff, size_t count, Call call) {
+  Prepared p;
+  ncclResult_t r = prepare(comm, stream, datatype, &p);
+  if (r != ncclSuccess) return r;
   std::vector<unsigned char> scaled;
-  ncclResult_t r = prepare(comm, stream, datatype, &dt);
-  if (r == ncclSuccess) r = resolveOp(comm, op, datatype, &sendbuff, count, scaled, &sop);
-  return r == ncclSuccess ? done(call(sendbuff, dt, sop), comm) : r;
+  strata_op_t sop = STRATA_SUM;
+  r = resolveOp(comm, op, datatype, &sendbuff, count, scaled, &sop, &p);
+  if (r != ncclSuccess) return r;
+  r = issued(call(sendbuff, p.dt, sop, &p.options), comm, what, stream);
+  // Inside a group the call only queued: its scaled input must outlive it.
+  if (tGroupDepth > 0 && !scaled.empty()) tGroupScratch.push_back(std::move(scaled));
+  return r;
 }
 
-ncclResult_t wrap(strata_comm_t s, ncclComm_t* out) {
-  *out = new ncclComm{s, {}, {}};
+ncclResult_t commSize(ncclComm_t comm, int* n, int* rank) {
+  strata_result_t rc = strata_comm_size(comm->comm, n);
+  if (rc == STRATA_SUCCESS) rc = strata_comm_rank(comm->comm, rank);
+  return done(rc, comm);
+}
+
+// Gather and scatter as point-to-point calls in one group, so that they
+// progress together and keep stream order like any other call.
+class Exchange {
+ public:
+  Exchange(ncclComm_t comm, const Prepared& p, size_t count) : comm_(comm), p_(p), count_(count) {
+    rc_ = strata_group_start();
+    started_ = rc_ == STRATA_SUCCESS;
+  }
+  void send(const void* buf, int peer) {
+    if (rc_ == STRATA_SUCCESS) rc_ = strata_send_ex(buf, count_, p_.dt, peer, comm_->comm, &p_.options);
+  }
+  void recv(void* buf, int peer) {
+    if (rc_ == STRATA_SUCCESS) rc_ = strata_recv_ex(buf, count_, p_.dt, peer, comm_->comm, &p_.options);
+  }
+  // Ends the group, also after a failed call (which leaves it open), and
+  // returns the first failure as the NCCL call `what`'s result.
+  ncclResult_t end(const char* what, cudaStream_t stream) {
+    if (rc_ == STRATA_SUCCESS) return issued(strata_group_end(), comm_, what, stream);
+    ncclResult_t r = issued(rc_, comm_, what, stream);  // before the group's end can replace the message
+    if (started_) strata_group_end();
+    return r;
+  }
+
+ private:
+  ncclComm_t comm_;
+  const Prepared& p_;
+  size_t count_;
+  strata_result_t rc_;
+  bool started_;
+};
+
+// Checks a rooted exchange's arguments; *block gets one rank's bytes.
+ncclResult_t rootedArgs(ncclComm_t comm, int root, int n, size_t count, const Prepared& p, size_t* block) {
+  if (root < 0 || root >= n)
+    return fail(ncclInvalidArgument, comm, "root=%d is outside 0..%d (the communicator's ranks)", root, n - 1);
+  if (count > SIZE_MAX / p.elem / static_cast<size_t>(n))
+    return fail(ncclInvalidArgument, comm, "count=%zu elements times %d ranks overflows size_t", count, n);
+  *block = count * p.elem;
   return ncclSuccess;
+}
+
+ncclComm_t wrap(strata_comm_t s) { return new ncclComm(s); }
+
+// A communicator freed inside the group that initialised it is not waited for.
+void forget(ncclComm_t comm) {
+  tGroupInits.erase(std::remove(tGroupInits.begin(), tGroupInits.end(), comm), tGroupInits.end());
+}
+
+// Waits for the communicators initialised inside the group that just ended,
+// as NCCL completes them at ncclGroupEnd.
+ncclResult_t finishGroupInits() {
+  std::vector<ncclComm_t> inits;
+  inits.swap(tGroupInits);
+  ncclResult_t first = ncclSuccess;
+  for (ncclComm_t comm : inits) {
+    strata_result_t state = STRATA_IN_PROGRESS;
+    strata_result_t rc = STRATA_SUCCESS;
+    while (rc == STRATA_SUCCESS && state == STRATA_IN_PROGRESS) {
+      rc = strata_comm_get_async_error(comm->comm, &state);
+      if (state == STRATA_IN_PROGRESS) std::this_thread::yield();
+    }
+    ncclResult_t r = done(rc != STRATA_SUCCESS ? rc : state, comm);
+    if (first == ncclSuccess) first = r;
+  }
+  return first;
 }
 
 }  // namespace
 
 extern "C" {
+
+ncclResult_t ncclMemAlloc(void** ptr, size_t size) try {
+  if (!ptr) return fail(ncclInvalidArgument, nullptr, "ptr (the output pointer) is NULL");
+  return issued(strata_mem_alloc(ptr, size), nullptr, "ncclMemAlloc", nullptr);
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclMemFree(void* ptr) try {
+  return issued(strata_mem_free(ptr), nullptr, "ncclMemFree", nullptr);
+} NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclGetVersion(int* version) try {
   if (!version) return fail(ncclInvalidArgument, nullptr, "version is NULL");
@@ -199,15 +397,29 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   std::memcpy(&id, &commId, sizeof(id));
   strata_comm_t s;
   const bool nonBlocking = config && config->blocking == 0;
-  strata_result_t rc = nonBlocking ? strata_comm_init_rank_nonblocking(&s, nranks, id, rank)
-                                   : strata_comm_init_rank(&s, nranks, id, rank);
+  // Inside a group the ranks may all be this thread's (one per GPU): start
+  // each init and let ncclGroupEnd wait for them together.
+  const bool inGroup = !nonBlocking && tGroupDepth > 0;
+  strata_result_t rc = nonBlocking || inGroup ? strata_comm_init_rank_nonblocking(&s, nranks, id, rank)
+                                              : strata_comm_init_rank(&s, nranks, id, rank);
   if (rc != STRATA_SUCCESS) return done(rc, nullptr);
-  wrap(s, comm);
+  *comm = wrap(s);
+  if (inGroup) tGroupInits.push_back(*comm);
   return nonBlocking ? ncclInProgress : ncclSuccess;
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) try {
   return ncclCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                      ncclUniqueId* commIds, ncclConfig_t* config) try {
+  if (!newcomm) return fail(ncclInvalidArgument, nullptr, "newcomm (the output pointer) is NULL");
+  if (nId < 1) return fail(ncclInvalidArgument, nullptr, "nId=%d: at least one ncclUniqueId is needed", nId);
+  if (!commIds) return fail(ncclInvalidArgument, nullptr, "commIds is NULL with nId=%d", nId);
+  // strata's bootstrap needs one id; every rank passes the same ids in the
+  // same order, so the first one names the same job everywhere.
+  return ncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* /*devlist*/) try {
@@ -216,33 +428,33 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* /*devlist*/
   ncclUniqueId id;
   ncclResult_t r = ncclGetUniqueId(&id);
   if (r != ncclSuccess) return r;
-  // Every rank's init blocks until all have joined: one thread each.
-  std::vector<ncclResult_t> results(ndev, ncclSuccess);
-  std::vector<std::string> errors(ndev);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < ndev; ++i)
-    threads.emplace_back([&, i] {
-      results[i] = ncclCommInitRank(&comms[i], ndev, id, i);
-      if (results[i] != ncclSuccess) errors[i] = tLastError;
-    });
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < ndev; ++i)
-    if (results[i] != ncclSuccess) {
-      for (int j = 0; j < ndev; ++j)
-        if (results[j] == ncclSuccess) ncclCommDestroy(comms[j]);
-      return fail(results[i], nullptr, "rank %d: %s", i, errors[i].c_str());
-    }
-  return ncclSuccess;
+  // Inside a group each rank's init starts without waiting for the others,
+  // and ncclGroupEnd waits for all of them.
+  r = ncclGroupStart();
+  if (r != ncclSuccess) return r;
+  int made = 0;
+  while (made < ndev && r == ncclSuccess) {
+    r = ncclCommInitRank(&comms[made], ndev, id, made);
+    if (r == ncclSuccess) ++made;
+  }
+  const std::string why = tLastError;
+  ncclResult_t ended = ncclGroupEnd();
+  if (r == ncclSuccess && ended == ncclSuccess) return ncclSuccess;
+  for (int i = 0; i < made; ++i) ncclCommDestroy(comms[i]);
+  return r != ncclSuccess ? fail(r, nullptr, "rank %d: %s", made, why.c_str()) : ended;
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) try {
-  // Every strata operation has completed when its call (or group) returned.
+  // Host calls have completed when they (or their group) returned; stream
+  // calls complete in their streams' order, which the caller synchronises
+  // before ncclCommDestroy.
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   return ncclSuccess;
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  forget(comm);
   strata_result_t rc = strata_comm_destroy(comm->comm);
   delete comm;
   return done(rc, nullptr);
@@ -250,6 +462,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) try {
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  forget(comm);
   strata_result_t rc = strata_comm_abort(comm->comm);
   delete comm;
   return done(rc, nullptr);
@@ -264,11 +477,8 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   strata_comm_t s = nullptr;
   strata_result_t rc = strata_comm_split(comm->comm, color, key, &s);
   if (rc != STRATA_SUCCESS) return done(rc, comm);
-  if (!s) {
-    *newcomm = nullptr;
-    return ncclSuccess;
-  }
-  return wrap(s, newcomm);
+  *newcomm = s ? wrap(s) : nullptr;
+  return ncclSuccess;
 } NCCL_CATCH_ESCAPES
 
 const char* ncclGetErrorString(ncclResult_t result) {
@@ -286,7 +496,17 @@ const char* ncclGetErrorString(ncclResult_t result) {
 }
 
 const char* ncclGetLastError(ncclComm_t comm) {
-  return comm ? comm->lastError.c_str() : tLastError.c_str();
+  if (!comm) return tLastError.c_str();
+  // A copy per reading thread: the communicator's string may be rewritten
+  // by the thread using it while this one reads.
+  thread_local std::string copy;
+  try {
+    std::lock_guard<std::mutex> lock(comm->errorMutex);
+    copy = comm->lastError;
+  } catch (const std::exception&) {
+    return "out of memory copying the communicator's last error";
+  }
+  return copy.c_str();
 }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) try {
@@ -316,17 +536,37 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) try {
   return done(strata_comm_rank(comm->comm, rank), comm);
 } NCCL_CATCH_ESCAPES
 
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) try {
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  if (!handle) return fail(ncclInvalidArgument, comm, "handle (the output pointer) is NULL");
+  if (!buff) return fail(ncclInvalidArgument, comm, "buff is NULL (size=%zu)", size);
+  auto reg = std::make_unique<char>();
+  void* key = reg.get();
+  comm->registrations.emplace(key, std::move(reg));
+  *handle = key;
+  return ncclSuccess;
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) try {
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  if (comm->registrations.erase(handle) == 0)
+    return fail(ncclInvalidArgument, comm,
+                "handle=%p is not a registration of this communicator (ncclCommRegister's, not yet deregistered)",
+                handle);
+  return ncclSuccess;
+} NCCL_CATCH_ESCAPES
+
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                       ncclScalarResidence_t residence, ncclComm_t comm) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   if (!op || !scalar) return fail(ncclInvalidArgument, comm, "%s is NULL", op ? "scalar" : "op");
-  if (residence != ncclScalarHostImmediate)
-    return fail(ncclInvalidArgument, comm, "residence=%d: only ncclScalarHostImmediate (host memory) is supported", residence);
-  if (datatype == ncclFloat16 || datatype == ncclBfloat16 || datatype < 0 || datatype >= ncclNumTypes)
-    return fail(ncclInvalidArgument, comm, "datatype=%d: pre-multiplied sums take integer, float or double", datatype);
-  ncclComm::PreMul pm{true, datatype, {}};
-  const size_t elem = datatype <= ncclUint8 ? 1 : datatype == ncclInt64 || datatype == ncclUint64 || datatype == ncclFloat64 ? 8 : 4;
-  std::memcpy(pm.scalar, scalar, elem);
+  if (residence != ncclScalarHostImmediate && residence != ncclScalarDevice)
+    return fail(ncclInvalidArgument, comm, "residence=%d is not an ncclScalarResidence_t", residence);
+  strata_datatype_t dt;
+  if (!toStrata(datatype, &dt)) return fail(ncclInvalidArgument, comm, "datatype=%d is not an ncclDataType_t", datatype);
+  ncclComm::PreMul pm{true, datatype, residence, {}, nullptr};
+  if (residence == ncclScalarHostImmediate) std::memcpy(pm.scalar, scalar, strata_datatype_size(dt));
+  else pm.device = scalar;
   size_t index = 0;
   while (index < comm->premul.size() && comm->premul[index].live) ++index;
   if (index == comm->premul.size()) comm->premul.push_back(pm);
@@ -346,17 +586,17 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) try {
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) try {
-  return reduction(comm, stream, datatype, op, sendbuff, count,
-                   [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
-                     return strata_allreduce(in, recvbuff, count, dt, sop, comm->comm);
+  return reduction("ncclAllReduce", comm, stream, datatype, op, sendbuff, count,
+                   [&](const void* in, strata_datatype_t dt, strata_op_t sop, const strata_call_options_t* o) {
+                     return strata_allreduce_ex(in, recvbuff, count, dt, sop, comm->comm, o);
                    });
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) try {
-  return reduction(comm, stream, datatype, op, sendbuff, count,
-                   [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
-                     return strata_reduce(in, recvbuff, count, dt, sop, root, comm->comm);
+  return reduction("ncclReduce", comm, stream, datatype, op, sendbuff, count,
+                   [&](const void* in, strata_datatype_t dt, strata_op_t sop, const strata_call_options_t* o) {
+                     return strata_reduce_ex(in, recvbuff, count, dt, sop, root, comm->comm, o);
                    });
 } NCCL_CATCH_ESCAPES
 
@@ -364,22 +604,23 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream) try {
   int n = 0;
-  if (comm) strata_comm_size(comm->comm, &n);  // a failed size leaves 0: strata_reduce_scatter reports it
+  if (comm) strata_comm_size(comm->comm, &n);  // a failed size leaves 0: strata_reduce_scatter_ex reports it
   // The input count is formed only once it cannot wrap.
   if (n > 0 && recvcount > SIZE_MAX / static_cast<size_t>(n))
     return fail(ncclInvalidArgument, comm, "recvcount=%zu times %d ranks overflows size_t", recvcount, n);
-  return reduction(comm, stream, datatype, op, sendbuff, recvcount * n,
-                   [&](const void* in, strata_datatype_t dt, strata_op_t sop) {
-                     return strata_reduce_scatter(in, recvbuff, recvcount, dt, sop, comm->comm);
+  return reduction("ncclReduceScatter", comm, stream, datatype, op, sendbuff, recvcount * n,
+                   [&](const void* in, strata_datatype_t dt, strata_op_t sop, const strata_call_options_t* o) {
+                     return strata_reduce_scatter_ex(in, recvbuff, recvcount, dt, sop, comm->comm, o);
                    });
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            int root, ncclComm_t comm, cudaStream_t stream) try {
-  strata_datatype_t dt = STRATA_UINT8;
-  ncclResult_t r = prepare(comm, stream, datatype, &dt);
+  Prepared p;
+  ncclResult_t r = prepare(comm, stream, datatype, &p);
   if (r != ncclSuccess) return r;
-  return done(strata_broadcast(sendbuff, recvbuff, count, dt, root, comm->comm), comm);
+  return issued(strata_broadcast_ex(sendbuff, recvbuff, count, p.dt, root, comm->comm, &p.options), comm,
+                "ncclBroadcast", stream);
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
@@ -389,33 +630,143 @@ ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int ro
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) try {
-  strata_datatype_t dt = STRATA_UINT8;
-  ncclResult_t r = prepare(comm, stream, datatype, &dt);
+  Prepared p;
+  ncclResult_t r = prepare(comm, stream, datatype, &p);
   if (r != ncclSuccess) return r;
-  return done(strata_allgather(sendbuff, recvbuff, sendcount, dt, comm->comm), comm);
+  return issued(strata_allgather_ex(sendbuff, recvbuff, sendcount, p.dt, comm->comm, &p.options), comm,
+                "ncclAllGather", stream);
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                          ncclComm_t comm, cudaStream_t stream) try {
+  Prepared p;
+  ncclResult_t r = prepare(comm, stream, datatype, &p);
+  if (r != ncclSuccess) return r;
+  return issued(strata_alltoall_ex(sendbuff, recvbuff, count, p.dt, comm->comm, &p.options), comm,
+                "ncclAlltoAll", stream);
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                        ncclComm_t comm, cudaStream_t stream) try {
+  Prepared p;
+  int n = 0, me = 0;
+  size_t block = 0;
+  ncclResult_t r = prepare(comm, stream, datatype, &p);
+  if (r == ncclSuccess) r = commSize(comm, &n, &me);
+  if (r == ncclSuccess) r = rootedArgs(comm, root, n, count, p, &block);
+  if (r != ncclSuccess || count == 0) return r;
+  if (me == root && !recvbuff) return fail(ncclInvalidArgument, comm, "recvbuff is NULL on the root (rank %d)", root);
+  Exchange x(comm, p, count);
+  if (me != root) {
+    x.send(sendbuff, root);
+  } else {
+    for (int peer = 0; peer < n; ++peer) {
+      char* dst = static_cast<char*>(recvbuff) + peer * block;
+      if (peer != root) x.recv(dst, peer);
+      if (peer == root && sendbuff != dst) {  // the root's own block, unless in place
+        x.send(sendbuff, root);
+        x.recv(dst, root);
+      }
+    }
+  }
+  return x.end("ncclGather", stream);
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t stream) try {
+  Prepared p;
+  int n = 0, me = 0;
+  size_t block = 0;
+  ncclResult_t r = prepare(comm, stream, datatype, &p);
+  if (r == ncclSuccess) r = commSize(comm, &n, &me);
+  if (r == ncclSuccess) r = rootedArgs(comm, root, n, count, p, &block);
+  if (r != ncclSuccess || count == 0) return r;
+  if (me == root && !sendbuff) return fail(ncclInvalidArgument, comm, "sendbuff is NULL on the root (rank %d)", root);
+  Exchange x(comm, p, count);
+  if (me != root) {
+    x.recv(recvbuff, root);
+  } else {
+    for (int peer = 0; peer < n; ++peer) {
+      const char* src = static_cast<const char*>(sendbuff) + peer * block;
+      if (peer != root) x.send(src, peer);
+      if (peer == root && recvbuff != src) {  // the root's own block, unless in place
+        x.send(src, root);
+        x.recv(recvbuff, root);
+      }
+    }
+  }
+  return x.end("ncclScatter", stream);
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) try {
-  strata_datatype_t dt = STRATA_UINT8;
-  ncclResult_t r = prepare(comm, stream, datatype, &dt);
+  Prepared p;
+  ncclResult_t r = prepare(comm, stream, datatype, &p);
   if (r != ncclSuccess) return r;
-  return done(strata_send(sendbuff, count, dt, peer, comm->comm), comm);
+  return issued(strata_send_ex(sendbuff, count, p.dt, peer, comm->comm, &p.options), comm, "ncclSend", stream);
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) try {
-  strata_datatype_t dt = STRATA_UINT8;
-  ncclResult_t r = prepare(comm, stream, datatype, &dt);
+  Prepared p;
+  ncclResult_t r = prepare(comm, stream, datatype, &p);
   if (r != ncclSuccess) return r;
-  return done(strata_recv(recvbuff, count, dt, peer, comm->comm), comm);
+  return issued(strata_recv_ex(recvbuff, count, p.dt, peer, comm->comm, &p.options), comm, "ncclRecv", stream);
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclGroupStart(void) try {
-  return done(strata_group_start(), nullptr);
+  strata_result_t rc = strata_group_start();
+  if (rc == STRATA_SUCCESS) ++tGroupDepth;
+  return done(rc, nullptr);
 } NCCL_CATCH_ESCAPES
+
 ncclResult_t ncclGroupEnd(void) try {
-  return done(strata_group_end(), nullptr);
+  ncclResult_t r = done(strata_group_end(), nullptr);
+  if (tGroupDepth > 0 && --tGroupDepth == 0) {
+    tGroupScratch.clear();
+    ncclResult_t inits = finishGroupInits();
+    if (r == ncclSuccess) r = inits;
+  }
+  return r;
 } NCCL_CATCH_ESCAPES
+
+// NCCL's profiling names (pncclX): the same functions, for tools that wrap ncclX.
+#define NCCL_PROFILING_NAME(fn) __typeof__(fn) p##fn __attribute__((alias(#fn)));
+NCCL_PROFILING_NAME(ncclMemAlloc)
+NCCL_PROFILING_NAME(ncclMemFree)
+NCCL_PROFILING_NAME(ncclGetVersion)
+NCCL_PROFILING_NAME(ncclGetUniqueId)
+NCCL_PROFILING_NAME(ncclCommInitRankConfig)
+NCCL_PROFILING_NAME(ncclCommInitRank)
+NCCL_PROFILING_NAME(ncclCommInitRankScalable)
+NCCL_PROFILING_NAME(ncclCommInitAll)
+NCCL_PROFILING_NAME(ncclCommFinalize)
+NCCL_PROFILING_NAME(ncclCommDestroy)
+NCCL_PROFILING_NAME(ncclCommAbort)
+NCCL_PROFILING_NAME(ncclCommSplit)
+NCCL_PROFILING_NAME(ncclGetErrorString)
+NCCL_PROFILING_NAME(ncclGetLastError)
+NCCL_PROFILING_NAME(ncclCommGetAsyncError)
+NCCL_PROFILING_NAME(ncclCommCount)
+NCCL_PROFILING_NAME(ncclCommCuDevice)
+NCCL_PROFILING_NAME(ncclCommUserRank)
+NCCL_PROFILING_NAME(ncclCommRegister)
+NCCL_PROFILING_NAME(ncclCommDeregister)
+NCCL_PROFILING_NAME(ncclRedOpCreatePreMulSum)
+NCCL_PROFILING_NAME(ncclRedOpDestroy)
+NCCL_PROFILING_NAME(ncclReduce)
+NCCL_PROFILING_NAME(ncclBcast)
+NCCL_PROFILING_NAME(ncclBroadcast)
+NCCL_PROFILING_NAME(ncclAllReduce)
+NCCL_PROFILING_NAME(ncclReduceScatter)
+NCCL_PROFILING_NAME(ncclAllGather)
+NCCL_PROFILING_NAME(ncclSend)
+NCCL_PROFILING_NAME(ncclRecv)
+NCCL_PROFILING_NAME(ncclAlltoAll)
+NCCL_PROFILING_NAME(ncclGather)
+NCCL_PROFILING_NAME(ncclScatter)
+NCCL_PROFILING_NAME(ncclGroupStart)
+NCCL_PROFILING_NAME(ncclGroupEnd)
+#undef NCCL_PROFILING_NAME
 
 }  // extern "C"

@@ -1,14 +1,19 @@
 /* A program written only against nccl.h (no strata header), linked with
  * -lnccl against strata's libnccl.so.2: a 4-rank job (forked processes) that
  * runs every collective on host memory and checks each result against values
- * computed here, plus split, pre-multiplied sums, the query calls and errors.
- * Exits 0 when every rank passed. */
+ * computed here, plus split, pre-multiplied sums, the query calls, the GPU
+ * calls where no GPU is usable, and errors, while a second thread polls the
+ * communicator's async error as PyTorch's watchdog does. Exits 0 when every
+ * rank passed. */
 #define _GNU_SOURCE
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,7 +24,7 @@ _Static_assert(sizeof(ncclUniqueId) == 128, "ncclUniqueId is 128 bytes");
 _Static_assert(ncclFloat32 == 7 && ncclBfloat16 == 9 && ncclNumTypes == 10, "ncclDataType_t values");
 _Static_assert(ncclMax == 2 && ncclMin == 3 && ncclAvg == 4, "ncclRedOp_t values");
 _Static_assert(ncclInvalidArgument == 4 && ncclRemoteError == 6 && ncclInProgress == 7, "ncclResult_t values");
-_Static_assert(NCCL_VERSION_CODE == 21805, "advertises 2.18.5");
+_Static_assert(NCCL_VERSION_CODE == 22304, "advertises 2.23.4");
 
 #define NRANKS 4
 #define COUNT 10007 /* odd, several slots' worth for 8-byte types */
@@ -134,7 +139,319 @@ static void allreduces(ncclComm_t comm) {
     }
 }
 
-int runRank(int rank, ncclUniqueId id) {
+/* v rounded to nearest even with p significand bits, exponent at least emin
+ * (below it, the format's subnormal steps): the reference for binary16 (11,
+ * -14), bfloat16 (8, -126), float (24, -126) and double (53, -1022). */
+static double roundTo(double v, int p, int emin) {
+  if (v == 0) return v;
+  int e = ilogb(v);
+  if (e < emin) e = emin;
+  return ldexp(nearbyint(ldexp(v, p - 1 - e)), e - (p - 1));
+}
+
+/* Encoding of a normal v (or zero) that the format holds exactly: p
+ * significand bits, exponent bias `bias`. */
+static uint16_t encode16(double v, int p, int bias) {
+  if (v == 0) return 0;
+  const int e = ilogb(v);
+  const uint16_t sign = v < 0 ? 0x8000 : 0;
+  const uint16_t mant = (uint16_t)ldexp(ldexp(fabs(v), -e) - 1, p - 1);
+  return (uint16_t)(sign | ((e + bias) << (p - 1)) | mant);
+}
+
+static double decodeHalf(uint16_t h) {
+  const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  const double mag = exp == 0 ? ldexp(mant, -24) : ldexp(1024 + mant, exp - 25);
+  return (h & 0x8000) ? -mag : mag;
+}
+
+static double decodeBf16(uint16_t b) {
+  const uint32_t bits = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+/* The floating types of pre-multiplied sums: precision, least exponent and
+ * how an element is read and written. */
+typedef struct {
+  ncclDataType_t type;
+  const char* name;
+  int p, emin;
+} FloatType;
+
+static const FloatType kFloatTypes[] = {{ncclFloat16, "half", 11, -14},
+                                        {ncclBfloat16, "bfloat16", 8, -126},
+                                        {ncclFloat32, "float", 24, -126},
+                                        {ncclFloat64, "double", 53, -1022}};
+
+/* Stores v, which the type holds exactly. */
+static void putFloat(void* buf, size_t i, double v, const FloatType* t) {
+  switch (t->type) {
+    case ncclFloat16: ((uint16_t*)buf)[i] = encode16(v, 11, 15); break;
+    case ncclBfloat16: ((uint16_t*)buf)[i] = encode16(v, 8, 127); break;
+    case ncclFloat32: ((float*)buf)[i] = (float)v; break;
+    default: ((double*)buf)[i] = v; break;
+  }
+}
+
+static double getFloat(const void* buf, size_t i, const FloatType* t) {
+  switch (t->type) {
+    case ncclFloat16: return decodeHalf(((const uint16_t*)buf)[i]);
+    case ncclBfloat16: return decodeBf16(((const uint16_t*)buf)[i]);
+    case ncclFloat32: return ((const float*)buf)[i];
+    default: return ((const double*)buf)[i];
+  }
+}
+
+/* Inputs with every sign and no pattern of exact products. */
+static double premulInput(int rank, size_t i, const FloatType* t) {
+  return roundTo(((double)((i * 7 + (size_t)rank * 3) % 23) - 11) * 0.2987 + 0.0123, t->p, t->emin);
+}
+static double premulScalar(int rank, const FloatType* t) { return roundTo(1.0 / 3 + 0.1 * rank, t->p, t->emin); }
+
+/* ncclRedOpCreatePreMulSum with host scalars (a different one per rank, as
+ * nccl-tests uses) on host buffers, each type against a float64 reference:
+ * the sum of products within the rounding of the type (each product and each
+ * partial sum rounds once), and, with rank 0 alone contributing, the product
+ * rounded once to nearest even, exactly. */
+static void premulSums(ncclComm_t comm) {
+  enum { N = 1031 };
+  for (size_t k = 0; k < sizeof(kFloatTypes) / sizeof(kFloatTypes[0]); ++k) {
+    const FloatType* t = &kFloatTypes[k];
+    const size_t elem = typeSize(t->type);
+    unsigned char* in = malloc(N * elem);
+    unsigned char* out = malloc(N * elem);
+    unsigned char scalar[8];
+    putFloat(scalar, 0, premulScalar(me, t), t);
+    ncclRedOp_t op;
+    NCCL_OK(ncclRedOpCreatePreMulSum(&op, scalar, t->type, ncclScalarHostImmediate, comm), comm);
+    /* Writing over the scalar after creation changes nothing: it was copied. */
+    memset(scalar, 0, sizeof(scalar));
+
+    for (size_t i = 0; i < N; ++i) putFloat(in, i, premulInput(me, i, t), t);
+    NCCL_OK(ncclAllReduce(in, out, N, t->type, op, comm, NULL), comm);
+    const double eps = ldexp(1, 1 - t->p);
+    size_t bad = 0;
+    for (size_t i = 0; i < N; ++i) {
+      double want = 0, magnitude = 0;
+      for (int r = 0; r < NRANKS; ++r) {
+        const double term = premulInput(r, i, t) * premulScalar(r, t);
+        want += term;
+        magnitude += fabs(term);
+      }
+      if (fabs(getFloat(out, i, t) - want) > NRANKS * eps * magnitude) {
+        if (bad == 0)
+          fprintf(stderr, "rank %d: premulsum %s element %zu: %.17g, want %.17g\n", me, t->name, i,
+                  getFloat(out, i, t), want);
+        ++bad;
+      }
+    }
+    CHECK(bad == 0, "premulsum %s: %zu elements outside the type's rounding", t->name, bad);
+
+    for (size_t i = 0; i < N; ++i) putFloat(in, i, me == 0 ? premulInput(0, i, t) : 0, t);
+    NCCL_OK(ncclAllReduce(in, out, N, t->type, op, comm, NULL), comm);
+    bad = 0;
+    for (size_t i = 0; i < N; ++i)
+      if (getFloat(out, i, t) != roundTo(premulInput(0, i, t) * premulScalar(0, t), t->p, t->emin)) ++bad;
+    CHECK(bad == 0, "premulsum %s: %zu products not rounded to nearest even", t->name, bad);
+    NCCL_OK(ncclRedOpDestroy(op, comm), comm);
+    free(in);
+    free(out);
+  }
+
+  /* Inside a group the call is only queued: the scaled copy of the input
+     must live until ncclGroupEnd. */
+  float quarter = 0.25f;
+  ncclRedOp_t op;
+  NCCL_OK(ncclRedOpCreatePreMulSum(&op, &quarter, ncclFloat32, ncclScalarHostImmediate, comm), comm);
+  float* in = malloc(COUNT * NRANKS * sizeof(float));
+  float* out = malloc(COUNT * sizeof(float));
+  for (size_t i = 0; i < COUNT * NRANKS; ++i) in[i] = (float)value(me, i);
+  NCCL_OK(ncclGroupStart(), comm);
+  NCCL_OK(ncclReduceScatter(in, out, COUNT, ncclFloat32, op, comm, NULL), comm);
+  NCCL_OK(ncclGroupEnd(), comm);
+  size_t bad = 0;
+  for (size_t i = 0; i < COUNT; ++i) bad += out[i] != (float)(fold(ncclSum, me * COUNT + i) * 0.25);
+  CHECK(bad == 0, "premulsum reduce_scatter in a group: %zu wrong elements", bad);
+  NCCL_OK(ncclRedOpDestroy(op, comm), comm);
+  free(in);
+  free(out);
+}
+
+/* ncclGather, ncclScatter and ncclAlltoAll on host buffers, in and out of
+ * place, each against blocks computed here. */
+static void rootedAndAllToAll(ncclComm_t comm) {
+  enum { C = 1001 };
+  double* blocks = malloc(C * NRANKS * sizeof(double));
+  double* mine = malloc(C * sizeof(double));
+
+  /* Gather to rank 2 out of place: other ranks' recvbuff is not touched. */
+  for (size_t i = 0; i < C; ++i) mine[i] = value(me, i);
+  for (size_t i = 0; i < C * NRANKS; ++i) blocks[i] = -7;
+  NCCL_OK(ncclGather(mine, blocks, C, ncclFloat64, 2, comm, NULL), comm);
+  size_t bad = 0;
+  for (int p = 0; p < NRANKS; ++p)
+    for (size_t i = 0; i < C; ++i) bad += blocks[p * C + i] != (me == 2 ? value(p, i) : -7);
+  CHECK(bad == 0, "gather to rank 2: %zu wrong elements", bad);
+
+  /* Gather to rank 1 in place: the root's block already sits in recvbuff. */
+  for (size_t i = 0; i < C * NRANKS; ++i) blocks[i] = -7;
+  for (size_t i = 0; i < C; ++i) (me == 1 ? blocks + C : mine)[i] = value(me, i) + 100;
+  NCCL_OK(ncclGather(me == 1 ? blocks + C : mine, blocks, C, ncclFloat64, 1, comm, NULL), comm);
+  bad = 0;
+  if (me == 1)
+    for (int p = 0; p < NRANKS; ++p)
+      for (size_t i = 0; i < C; ++i) bad += blocks[p * C + i] != value(p, i) + 100;
+  CHECK(bad == 0, "gather in place to rank 1: %zu wrong elements", bad);
+
+  /* Scatter from rank 3 out of place, then from rank 0 in place. */
+  for (int p = 0; p < NRANKS; ++p)
+    for (size_t i = 0; i < C; ++i) blocks[p * C + i] = me == 3 ? value(p, i) * 3 : -7;
+  for (size_t i = 0; i < C; ++i) mine[i] = -1;
+  NCCL_OK(ncclScatter(blocks, mine, C, ncclFloat64, 3, comm, NULL), comm);
+  bad = 0;
+  for (size_t i = 0; i < C; ++i) bad += mine[i] != value(me, i) * 3;
+  CHECK(bad == 0, "scatter from rank 3: %zu wrong elements", bad);
+  for (int p = 0; p < NRANKS; ++p)
+    for (size_t i = 0; i < C; ++i) blocks[p * C + i] = me == 0 ? value(p, i) * 5 : -7;
+  for (size_t i = 0; i < C; ++i) mine[i] = -1;
+  NCCL_OK(ncclScatter(blocks, me == 0 ? blocks : mine, C, ncclFloat64, 0, comm, NULL), comm);
+  bad = 0;
+  for (size_t i = 0; i < C; ++i) bad += (me == 0 ? blocks : mine)[i] != value(me, i) * 5;
+  CHECK(bad == 0, "scatter in place from rank 0: %zu wrong elements", bad);
+
+  /* All-to-all: block p of rank r's input holds (r, p); it lands as block r
+     on rank p. */
+  int32_t* send = malloc(C * NRANKS * sizeof(int32_t));
+  int32_t* recv = malloc(C * NRANKS * sizeof(int32_t));
+  for (int p = 0; p < NRANKS; ++p)
+    for (size_t i = 0; i < C; ++i) send[p * C + i] = (int32_t)(me * 1000000 + p * 10000 + (int)i);
+  NCCL_OK(ncclAlltoAll(send, recv, C, ncclInt32, comm, NULL), comm);
+  bad = 0;
+  for (int r = 0; r < NRANKS; ++r)
+    for (size_t i = 0; i < C; ++i) bad += recv[r * C + i] != (int32_t)(r * 1000000 + me * 10000 + (int)i);
+  CHECK(bad == 0, "alltoall: %zu wrong elements", bad);
+
+  ncclResult_t err = ncclGather(mine, blocks, C, ncclFloat64, NRANKS, comm, NULL);
+  CHECK(err == ncclInvalidArgument && strstr(ncclGetLastError(comm), "root"), "gather bad root: %d '%s'", err,
+        ncclGetLastError(comm));
+  free(send);
+  free(recv);
+  free(blocks);
+  free(mine);
+}
+
+/* Whether a GPU is usable: ncclMemAlloc either works or fails cleanly. */
+static int probeGpu(void) {
+  void* p = (void*)&failures;
+  ncclResult_t r = ncclMemAlloc(&p, 1 << 20);
+  if (r == ncclSuccess) {
+    NCCL_OK(ncclMemFree(p), NULL);
+    return 1;
+  }
+  CHECK(r == ncclUnhandledCudaError && p == (void*)&failures && strstr(ncclGetLastError(NULL), "ncclMemAlloc"),
+        "ncclMemAlloc without a GPU: %d, ptr %s, '%s'", r, p == (void*)&failures ? "untouched" : "written",
+        ncclGetLastError(NULL));
+  NCCL_OK(ncclMemFree(NULL), NULL);
+  return 0;
+}
+
+/* With no usable GPU, every call given a stream fails at once with
+ * ncclUnhandledCudaError, names the stream and CUDA's reason, and leaves the
+ * communicator healthy. */
+static void streamsWithoutGpu(ncclComm_t comm) {
+  cudaStream_t stream = (cudaStream_t)(uintptr_t)0x5eed;
+  double buf[64] = {0}; /* disjoint regions, or in place as each call defines it */
+  ncclRedOp_t onDevice;
+  NCCL_OK(ncclRedOpCreatePreMulSum(&onDevice, buf, ncclFloat64, ncclScalarDevice, comm), comm);
+  for (int call = 0; call < 12; ++call) {
+    ncclResult_t r = ncclSuccess;
+    switch (call) {
+      case 0: r = ncclAllReduce(buf, buf, 4, ncclFloat64, ncclSum, comm, stream); break;
+      case 1: r = ncclBroadcast(buf, buf, 4, ncclFloat64, 0, comm, stream); break;
+      case 2: r = ncclReduce(buf, buf, 4, ncclFloat64, ncclMax, 1, comm, stream); break;
+      case 3: r = ncclAllGather(buf, buf + 16, 4, ncclFloat64, comm, stream); break;
+      case 4: r = ncclReduceScatter(buf + 40, buf + 40 + me, 1, ncclFloat64, ncclSum, comm, stream); break;
+      case 5: r = ncclAlltoAll(buf, buf + 32, 1, ncclFloat64, comm, stream); break;
+      case 6: r = ncclGather(buf, buf + 4, 1, ncclFloat64, 0, comm, stream); break;
+      case 7: r = ncclScatter(buf + 4, buf, 1, ncclFloat64, 0, comm, stream); break;
+      case 8: r = ncclSend(buf, 4, ncclFloat64, (me + 1) % NRANKS, comm, stream); break;
+      case 9: r = ncclRecv(buf, 4, ncclFloat64, (me + 1) % NRANKS, comm, stream); break;
+      case 10: r = ncclBcast(buf, 4, ncclFloat64, 0, comm, stream); break;
+      default: r = ncclAllReduce(buf, buf, 4, ncclFloat64, onDevice, comm, stream); break;
+    }
+    const char* why = ncclGetLastError(comm);
+    CHECK(r == ncclUnhandledCudaError && strstr(why, "stream") && strstr(why, "0x5eed") && strcasestr(why, "cuda"),
+          "call %d on a stream without a GPU: %d '%s'", call, r, why);
+  }
+  /* A device-resident scalar cannot be read by a call on host buffers. */
+  ncclResult_t r = ncclAllReduce(buf, buf, 4, ncclFloat64, onDevice, comm, NULL);
+  CHECK(r == ncclInvalidUsage && strstr(ncclGetLastError(comm), "ncclScalarDevice"), "device scalar, NULL stream: %d '%s'",
+        r, ncclGetLastError(comm));
+  NCCL_OK(ncclRedOpDestroy(onDevice, comm), comm);
+  ncclResult_t async = ncclInternalError;
+  NCCL_OK(ncclCommGetAsyncError(comm, &async), comm);
+  CHECK(async == ncclSuccess, "async error %d after refused stream calls", async);
+}
+
+/* Registration: a handle per ncclCommRegister, each deregistered once. */
+static void registration(ncclComm_t comm) {
+  char buf[64];
+  void* handles[2] = {NULL, NULL};
+  NCCL_OK(ncclCommRegister(comm, buf, sizeof(buf), &handles[0]), comm);
+  NCCL_OK(ncclCommRegister(comm, buf, sizeof(buf), &handles[1]), comm);
+  CHECK(handles[0] && handles[1] && handles[0] != handles[1], "register handles %p %p", handles[0], handles[1]);
+  NCCL_OK(ncclCommDeregister(comm, handles[0]), comm);
+  ncclResult_t r = ncclCommDeregister(comm, handles[0]);
+  CHECK(r == ncclInvalidArgument && strstr(ncclGetLastError(comm), "handle"), "deregister twice: %d '%s'", r,
+        ncclGetLastError(comm));
+  r = ncclCommRegister(comm, NULL, 8, &handles[0]);
+  CHECK(r == ncclInvalidArgument && strstr(ncclGetLastError(comm), "buff"), "register NULL: %d '%s'", r,
+        ncclGetLastError(comm));
+  /* handles[1] stays registered: ncclCommDestroy frees it. */
+}
+
+/* ncclCommInitRankScalable over two ids (strata needs the first). */
+static void scalableInit(const ncclUniqueId* ids) {
+  ncclUniqueId copy[2];
+  memcpy(copy, ids, sizeof(copy));
+  ncclComm_t comm;
+  NCCL_OK(ncclCommInitRankScalable(&comm, NRANKS, me, 2, copy, NULL), NULL);
+  int n = 0;
+  NCCL_OK(ncclCommCount(comm, &n), comm);
+  int64_t x = me + 1;
+  NCCL_OK(ncclAllReduce(&x, &x, 1, ncclInt64, ncclSum, comm, NULL), comm);
+  CHECK(n == NRANKS && x == NRANKS * (NRANKS + 1) / 2, "scalable init: count %d sum %lld", n, (long long)x);
+  NCCL_OK(ncclCommDestroy(comm), NULL);
+  ncclResult_t r = ncclCommInitRankScalable(&comm, NRANKS, me, 0, copy, NULL);
+  CHECK(r == ncclInvalidArgument && strstr(ncclGetLastError(NULL), "nId"), "scalable nId=0: %d '%s'", r,
+        ncclGetLastError(NULL));
+  r = ncclCommInitRankScalable(&comm, NRANKS, me, 1, NULL, NULL);
+  CHECK(r == ncclInvalidArgument && strstr(ncclGetLastError(NULL), "commIds"), "scalable commIds=NULL: %d '%s'", r,
+        ncclGetLastError(NULL));
+}
+
+/* PyTorch's watchdog: another thread polls the communicator's async error
+ * (and reads its last error) while this one issues calls on it. */
+typedef struct {
+  ncclComm_t comm;
+  atomic_int stop;
+  long polls, unhealthy;
+} Watchdog;
+
+static void* watchdog(void* arg) {
+  Watchdog* w = arg;
+  while (!atomic_load(&w->stop)) {
+    ncclResult_t async = ncclInternalError;
+    if (ncclCommGetAsyncError(w->comm, &async) != ncclSuccess || async != ncclSuccess) ++w->unhealthy;
+    (void)strlen(ncclGetLastError(w->comm));
+    ++w->polls;
+  }
+  return NULL;
+}
+
+int runRank(int rank, ncclUniqueId id, const ncclUniqueId* scalableIds) {
   me = rank;
   ncclComm_t comm;
   /* Non-blocking init: ncclInProgress, then poll until it is done. */
@@ -152,8 +469,28 @@ int runRank(int rank, ncclUniqueId id) {
   NCCL_OK(ncclGetVersion(&version), comm);
   CHECK(n == NRANKS && r == rank && dev == -1 && version == NCCL_VERSION_CODE,
         "queries: count %d rank %d device %d version %d", n, r, dev, version);
+  /* The profiling names are the same functions. */
+  int pn = 0;
+  NCCL_OK(pncclCommCount(comm, &pn), comm);
+  CHECK(pn == NRANKS && pncclGetErrorString(ncclInvalidUsage) == ncclGetErrorString(ncclInvalidUsage),
+        "pnccl names: count %d", pn);
+
+  Watchdog w = {comm, 0, 0, 0};
+  pthread_t poller;
+  if (pthread_create(&poller, NULL, watchdog, &w) != 0) {
+    fprintf(stderr, "rank %d: pthread_create failed\n", me);
+    return 1;
+  }
 
   allreduces(comm);
+  premulSums(comm);
+  rootedAndAllToAll(comm);
+  registration(comm);
+  if (probeGpu()) {
+    if (rank == 0) printf("a GPU is usable: the calls on a stream are tested by the gpu suite instead\n");
+  } else {
+    streamsWithoutGpu(comm);
+  }
 
   double* d = malloc(COUNT * NRANKS * sizeof(double));
   double* e = malloc(COUNT * NRANKS * sizeof(double));
@@ -221,10 +558,7 @@ int runRank(int rank, ncclUniqueId id) {
   NCCL_OK(ncclCommDestroy(sub), comm);
 
   /* Errors: NCCL's codes and a message naming the argument. */
-  ncclResult_t err = ncclAllReduce(d, e, 1, ncclFloat64, ncclSum, comm, (cudaStream_t)0x1);
-  CHECK(err == ncclInvalidArgument && strstr(ncclGetLastError(comm), "stream"), "non-NULL stream: %d '%s'", err,
-        ncclGetLastError(comm));
-  err = ncclAllReduce(d, e, 1, (ncclDataType_t)42, ncclSum, comm, NULL);
+  ncclResult_t err = ncclAllReduce(d, e, 1, (ncclDataType_t)42, ncclSum, comm, NULL);
   CHECK(err == ncclInvalidArgument && strstr(ncclGetLastError(comm), "datatype"), "bad datatype: %d", err);
   err = ncclBroadcast(d, e, 1, ncclFloat64, 9, comm, NULL);
   CHECK(err == ncclInvalidArgument && strstr(ncclGetLastError(comm), "root"), "bad root: %d '%s'", err,
@@ -232,6 +566,12 @@ int runRank(int rank, ncclUniqueId id) {
   ncclResult_t async = ncclInternalError;
   NCCL_OK(ncclCommGetAsyncError(comm, &async), comm);
   CHECK(async == ncclSuccess, "async error %d on a healthy communicator", async);
+
+  atomic_store(&w.stop, 1);
+  pthread_join(poller, NULL);
+  CHECK(w.polls > 0 && w.unhealthy == 0, "watchdog: %ld polls, %ld unhealthy", w.polls, w.unhealthy);
+
+  scalableInit(scalableIds);
 
   NCCL_OK(ncclCommFinalize(comm), comm);
   NCCL_OK(ncclCommDestroy(comm), NULL);
@@ -241,8 +581,9 @@ int runRank(int rank, ncclUniqueId id) {
 }
 
 int main(void) {
-  ncclUniqueId id;
-  if (ncclGetUniqueId(&id) != ncclSuccess) {
+  ncclUniqueId id, scalableIds[2];
+  if (ncclGetUniqueId(&id) != ncclSuccess || ncclGetUniqueId(&scalableIds[0]) != ncclSuccess ||
+      ncclGetUniqueId(&scalableIds[1]) != ncclSuccess) {
     fprintf(stderr, "ncclGetUniqueId: %s\n", ncclGetLastError(NULL));
     return 1;
   }
@@ -252,7 +593,7 @@ int main(void) {
     pids[r] = fork();
     if (pids[r] == 0) {
       alarm(120); /* a hang ends the rank (and fails the test) */
-      _exit(runRank(r, id));
+      _exit(runRank(r, id, scalableIds));
     }
   }
   int failed = 0;
@@ -281,5 +622,27 @@ int main(void) {
     NCCL_OK(ncclCommDestroy(comms[c]), NULL);
   }
   if (failures == 0) printf("ncclCommInitAll: 3 communicators in one process agree\n");
+
+  /* One thread initialises every rank inside a group, as nccl-tests does
+   * with several GPUs per thread: the inits complete at ncclGroupEnd. */
+  ncclUniqueId groupId;
+  NCCL_OK(ncclGetUniqueId(&groupId), NULL);
+  NCCL_OK(ncclGroupStart(), NULL);
+  for (int c = 0; c < 3; ++c) NCCL_OK(ncclCommInitRank(&comms[c], 3, groupId, c), NULL);
+  NCCL_OK(ncclGroupEnd(), NULL);
+  NCCL_OK(ncclGroupStart(), NULL);
+  for (int c = 0; c < 3; ++c) {
+    for (int i = 0; i < 257; ++i) bufs[c][i] = (float)(c + i);
+    NCCL_OK(ncclAllReduce(bufs[c], bufs[c], 257, ncclFloat32, ncclMax, comms[c], NULL), comms[c]);
+  }
+  NCCL_OK(ncclGroupEnd(), NULL);
+  for (int c = 0; c < 3; ++c) {
+    ncclResult_t async = ncclInProgress;
+    NCCL_OK(ncclCommGetAsyncError(comms[c], &async), comms[c]);
+    CHECK(async == ncclSuccess, "group init comm %d: async state %d after ncclGroupEnd", c, async);
+    for (int i = 0; i < 257; ++i) CHECK(bufs[c][i] == (float)(2 + i), "group init comm %d element %d", c, i);
+    NCCL_OK(ncclCommDestroy(comms[c]), NULL);
+  }
+  if (failures == 0) printf("ncclCommInitRank x3 in one group on one thread: the inits completed at ncclGroupEnd\n");
   return failed || failures;
 }

@@ -1,0 +1,308 @@
+#!/usr/bin/env bash
+# Every GPU check in one command, for a machine with an NVIDIA GPU (the lent
+# H100: driver 580, nvcc 13.0, torch with CUDA 13 as python3, the
+# nvidia-nccl-cu13 wheel, compute-sanitizer; no network, nothing to install).
+# Before sending the checkout there, run scripts/gpu-carry.sh here and send
+# third_party/nccl-tests with it (it is git-ignored).
+#
+#   usage: scripts/gpu-check.sh
+#
+# It builds strata with CUDA, runs the meson suites gpu and nccl, builds
+# nccl-tests against strata's nccl.h and libnccl.so.2 and runs its programs
+# with result checking, runs PyTorch's NCCL backend over strata's libnccl on
+# 2 and 4 processes sharing GPU 0, and runs one GPU program under
+# compute-sanitizer's memcheck. Each check is isolated (one failing does not
+# stop the others; those that need its result say NOT RUN) and has a
+# deadline. Ends with one table (check | result | detail) and exits 0 only if
+# every check ran and passed; a check that could not run counts as failed.
+#
+# Environment: GPU_CHECK_BUILD (build directory, default build-gpu),
+# GPU_CHECK_LOGS (one log per check, default <build>-logs),
+# GPU_CHECK_MAX_BYTES (nccl-tests' largest size, default 64M),
+# GPU_CHECK_SANITIZE (the gpu-suite test to run under compute-sanitizer).
+set -u
+cd "$(dirname "$0")/.." || exit 1
+root=$PWD
+build=${GPU_CHECK_BUILD:-$root/build-gpu}
+logs=${GPU_CHECK_LOGS:-$build-logs}
+maxBytes=${GPU_CHECK_MAX_BYTES:-64M}
+mkdir -p "$logs" || exit 1
+
+names=() results=() details=()
+record() {  # record NAME PASS|FAIL|NOT RUN DETAIL
+  names+=("$1")
+  results+=("$2")
+  details+=("$3")
+  printf '[%s] %s: %s\n' "$2" "$1" "$3"
+}
+logOf() { echo "$logs/${1//[^A-Za-z0-9_.-]/_}.log"; }
+run() {  # run NAME SECONDS CMD...: CMD's output goes to NAME's log; a deadline ends it (status 124)
+  local name=$1 limit=$2
+  shift 2
+  echo "# $*" >"$(logOf "$name")"
+  timeout --kill-after=30 "$limit" "$@" >>"$(logOf "$name")" 2>&1
+}
+why() {  # why STATUS NAME: a failed command's status, and its log's first error (else last line)
+  local last
+  last=$(grep -v '^#' "$(logOf "$2")" | grep -m 1 -E 'FAILED|[Ee]rror:|[Ff]ailure' | cut -c1-160)
+  [ -n "$last" ] || last=$(grep -v '^[[:space:]]*$' "$(logOf "$2")" | tail -n 1 | cut -c1-160)
+  if [ "$1" -eq 124 ] || [ "$1" -eq 137 ]; then echo "timed out; log $(logOf "$2")"
+  else echo "exit $1: $last (log $(logOf "$2"))"; fi
+}
+
+# --- the GPU: how many, and whether several processes may share one ---------
+ngpu=0
+if ! command -v nvidia-smi >/dev/null; then
+  record "gpu" "FAIL" "nvidia-smi not found: no NVIDIA driver here"
+else
+  if ! gpus=$(timeout 60 nvidia-smi --query-gpu=index,name,driver_version,compute_mode,memory.total \
+                --format=csv,noheader 2>&1) || [ -z "$gpus" ]; then
+    record "gpu" "FAIL" "nvidia-smi: ${gpus:-no GPU listed}"
+  else
+    ngpu=$(grep -c . <<<"$gpus")
+    mode=$(head -n 1 <<<"$gpus" | cut -d, -f4 | tr -d ' ')
+    note=""
+    # Several ranks on GPU 0 need it shared between processes.
+    [ "$mode" = "Default" ] || note="; compute mode $mode: processes cannot share GPU 0, the torch checks will fail"
+    record "gpu" "PASS" "$ngpu GPU(s): $(head -n 1 <<<"$gpus" | tr -s ' ')$note"
+  fi
+fi
+
+# --- tools ------------------------------------------------------------------
+nvcc=$(command -v nvcc || true)
+[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+[ -n "$nvcc" ] && PATH=$(dirname "$nvcc"):$PATH  # meson's find_program('nvcc') looks on PATH
+export PATH
+meson=() ninja=""
+if command -v meson >/dev/null; then meson=(meson)
+elif python3 -c 'import mesonbuild' 2>/dev/null; then meson=(python3 -m mesonbuild.mesonmain)
+fi
+ninja=$(command -v ninja || command -v ninja-build || true)
+sanitizer=$(command -v compute-sanitizer || true)
+[ -z "$sanitizer" ] && [ -n "$nvcc" ] && [ -x "$(dirname "$nvcc")/compute-sanitizer" ] && sanitizer=$(dirname "$nvcc")/compute-sanitizer
+missing=()
+[ ${#meson[@]} -gt 0 ] || missing+=(meson)
+[ -n "$ninja" ] || missing+=(ninja)
+[ -n "$nvcc" ] || missing+=(nvcc)
+command -v python3 >/dev/null || missing+=(python3)
+[ -n "$sanitizer" ] || missing+=(compute-sanitizer)
+if [ ${#missing[@]} -eq 0 ]; then
+  record "tools" "PASS" "meson ${meson[*]}, ninja $ninja, $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/nvcc \1/p'), $sanitizer"
+else
+  record "tools" "FAIL" "missing: ${missing[*]} (nothing can be installed here: the checks that need them do not run)"
+fi
+
+# --- build strata with CUDA ---------------------------------------------------
+built=0
+libnccl=""
+if [ ${#meson[@]} -eq 0 ] || [ -z "$ninja" ] || [ -z "$nvcc" ]; then
+  record "build (-Dcuda=enabled)" "NOT RUN" "needs meson, ninja and nvcc"
+elif ! grep -q "option('cuda'" meson_options.txt; then
+  record "build (-Dcuda=enabled)" "FAIL" "this checkout's meson_options.txt has no cuda option"
+else
+  if [ ! -f "$build/build.ninja" ]; then
+    run build 1800 "${meson[@]}" setup "$build" -Dcuda=enabled -Dbuildtype=release \
+      -Dtorch=disabled -Dbenchmarks=disabled -Dmpi=disabled
+    status=$?
+  else
+    status=0
+  fi
+  if [ $status -eq 0 ]; then
+    echo "# $ninja -C $build" >>"$(logOf build)"
+    timeout --kill-after=30 1800 "$ninja" -C "$build" >>"$(logOf build)" 2>&1
+    status=$?
+  fi
+  if [ $status -eq 0 ] && [ -e "$build/bindings/nccl/libnccl.so.2" ]; then
+    built=1
+    libnccl=$(readlink -f "$build/bindings/nccl/libnccl.so.2")
+    record "build (-Dcuda=enabled)" "PASS" "$build, $(basename "$libnccl")"
+  else
+    record "build (-Dcuda=enabled)" "FAIL" "$(why "$status" build)"
+  fi
+fi
+
+# --- meson's GPU and NCCL suites -------------------------------------------------
+for suite in gpu nccl; do
+  name="meson test --suite $suite"
+  if [ $built -eq 0 ]; then
+    record "$name" "NOT RUN" "strata did not build"
+    continue
+  fi
+  listed=$("${meson[@]}" test -C "$build" --no-rebuild --list --suite "$suite" 2>/dev/null | grep -c ' / ')
+  if [ "$listed" -eq 0 ]; then
+    record "$name" "NOT RUN" "no tests in suite $suite (none defined in this checkout, or no GoogleTest: tests/ needs it)"
+    continue
+  fi
+  run "$name" 2400 "${meson[@]}" test -C "$build" --no-rebuild --suite "$suite" --print-errorlogs
+  status=$?
+  counts=$(grep -E '^(Ok|Fail|Skipped|Timeout|Unexpected Pass):' "$(logOf "$name")" | tr -s ' ' | tr '\n' ' ')
+  # Where there is a GPU, a test that skips did not check what it is for.
+  skipped=$(sed -n 's/.* \/ \([^ ]*\) *SKIP .*/\1/p' "$(logOf "$name")" | tr '\n' ' ')
+  if [ $status -ne 0 ]; then
+    record "$name" "FAIL" "$listed tests: ${counts:-$(why "$status" "$name")} (log $(logOf "$name"))"
+  elif [ -n "$skipped" ] && [ "$ngpu" -gt 0 ]; then
+    record "$name" "FAIL" "$listed tests: skipped with a GPU present: $skipped(log $(logOf "$name"))"
+  else
+    record "$name" "PASS" "$listed tests: $counts${skipped:+(skipped: $skipped)}"
+  fi
+done
+
+# --- nccl-tests, built against strata -----------------------------------------
+ntests=$root/third_party/nccl-tests
+ntbin=$build/nccl-tests
+ntbuilt=0
+if [ $built -eq 0 ]; then
+  record "nccl-tests build" "NOT RUN" "strata did not build"
+elif [ ! -f "$ntests/src/common.cu" ]; then
+  record "nccl-tests build" "NOT RUN" "no $ntests: run scripts/gpu-carry.sh before sending the checkout"
+else
+  NCCL_TESTS_SRC=$ntests NCCL_TESTS_ARCH=sm_90 NCCL_TESTS_OPT=-O3 NVCC=$nvcc \
+    run "nccl-tests build" 1800 tests/nccl/nccl_tests_build.sh "$root" "$root/bindings/nccl" "$libnccl" "$ntbin"
+  status=$?
+  if [ $status -eq 0 ]; then
+    ntbuilt=1
+    record "nccl-tests build" "PASS" "$(grep '^time:' "$(logOf "nccl-tests build")"), every nccl* symbol defined by strata's library"
+  else
+    record "nccl-tests build" "FAIL" "$(why "$status" "nccl-tests build")"
+  fi
+fi
+
+# Without MPI (there is none there) nccl-tests is one process whose ranks are
+# -t threads x -g GPUs, rank i on GPU index i: one GPU cannot hold two of its
+# ranks (CUDA_VISIBLE_DEVICES cannot list a device twice). So with one GPU it
+# runs one rank: strata's stream path (staging, every datatype and op, results
+# checked on the device) without data crossing between ranks; the torch
+# checks below put 2 and 4 ranks on GPU 0. With two GPUs or more it runs two
+# ranks (-g 2: one thread initialises both inside a group).
+ranks=1
+[ "$ngpu" -ge 2 ] && ranks=2
+ntRuns=(
+  "all_reduce_perf -d float" "all_reduce_perf -d half" "all_reduce_perf -d bfloat16" "all_reduce_perf -d int32"
+  "all_reduce_perf -d all -o all -e 1M -f 32"
+  "all_gather_perf" "reduce_scatter_perf" "broadcast_perf" "sendrecv_perf" "alltoall_perf" "gather_perf"
+  "scatter_perf")
+for spec in "${ntRuns[@]}"; do
+  read -r -a words <<<"$spec"
+  prog=${words[0]}
+  name="nccl-tests $spec"
+  if [ $ntbuilt -eq 0 ] || [ "$ngpu" -eq 0 ]; then
+    record "$name" "NOT RUN" "$([ "$ngpu" -eq 0 ] && echo "no GPU" || echo "nccl-tests did not build")"
+    continue
+  fi
+  # Later options win: the runs that give -e and -f override the defaults.
+  run "$name" 900 "$ntbin/$prog" -g "$ranks" -b 8 -e "$maxBytes" -f 8 -c 1 -w 1 -n 5 "${words[@]:1}"
+  status=$?
+  log=$(logOf "$name")
+  read -r rows bad < <(awk '$1 ~ /^[0-9]+$/ && NF >= 13 { rows++; if ($9 != "0" || $13 != "0") bad++ }
+                            END { print rows + 0, bad + 0 }' "$log")
+  headers=$(sed -n 's/.*nccl-headers=\([0-9]*\).*/\1/p' "$log" | head -n 1)
+  library=$(sed -n 's/.*nccl-library=\([0-9]*\).*/\1/p' "$log" | head -n 1)
+  if [ $status -ne 0 ]; then
+    record "$name" "FAIL" "$(why "$status" "$name")"
+  elif [ -z "$library" ] || [ "$library" != "$headers" ]; then
+    record "$name" "FAIL" "ran against NCCL ${library:-?}, not strata's (${headers:-?}); log $log"
+  elif ! grep -q 'Out of bounds values : 0 OK' "$log" || [ "$rows" -eq 0 ] || [ "$bad" -ne 0 ]; then
+    record "$name" "FAIL" "$rows sizes, $bad with #wrong > 0, $(grep -o 'Out of bounds values : .*' "$log"); log $log"
+  else
+    record "$name" "PASS" "$ranks rank(s), $rows sizes, #wrong 0, out of bounds 0"
+  fi
+done
+
+# --- PyTorch's NCCL backend over strata's libnccl ---------------------------
+torchOk=0
+torchNote=""
+if [ "$ngpu" -eq 0 ]; then
+  torchWhy="no GPU"
+elif [ $built -eq 0 ]; then
+  torchWhy="strata did not build"
+elif ! timeout 120 python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  torchWhy="python3 cannot import torch, or torch sees no GPU"
+else
+  torchOk=1
+  # NCCL calls PyTorch's build references that strata lacks resolve lazily:
+  # they fail only if called. Named here so that a failure can be read.
+  torchLib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)
+  if [ -n "$torchLib" ] && [ -f "$torchLib/libtorch_cuda.so" ]; then
+    lacks=$(comm -23 <(nm -D --undefined-only "$torchLib/libtorch_cuda.so" | awk '{print $NF}' | grep '^nccl' | sed 's/@.*//' | sort -u) \
+                     <(nm -D --defined-only "$libnccl" | awk '{print $NF}' | sort -u) | tr '\n' ' ')
+    [ -n "$lacks" ] && torchNote="; torch also references $lacks(unresolved until called)"
+  fi
+fi
+for n in 2 4; do
+  name="torch nccl backend, $n processes on GPU 0"
+  if [ $torchOk -eq 0 ]; then
+    record "$name" "NOT RUN" "$torchWhy"
+    continue
+  fi
+  CUDA_VISIBLE_DEVICES=0 LD_PRELOAD=$libnccl \
+    run "$name" 900 python3 scripts/gpu/torch_nccl_check.py --nprocs "$n" --expect-lib "$libnccl"
+  status=$?
+  log=$(logOf "$name")
+  if [ $status -eq 0 ]; then
+    record "$name" "PASS" "$(grep -c '^ok ' "$log") checks against float64 references$torchNote"
+  else
+    first=$(grep -m 1 -A 1 '^FAIL' "$log" | tr -s ' \n' ' ' | cut -c1-200)
+    record "$name" "FAIL" "${first:-$(why "$status" "$name")}$torchNote; log $log"
+  fi
+done
+
+# --- compute-sanitizer memcheck over one GPU program ---------------------------
+name="compute-sanitizer memcheck"
+if [ "$ngpu" -eq 0 ]; then
+  record "$name" "NOT RUN" "no GPU"
+elif [ -z "$sanitizer" ]; then
+  record "$name" "NOT RUN" "compute-sanitizer not found"
+elif [ $built -eq 0 ]; then
+  record "$name" "NOT RUN" "strata did not build"
+else
+  # GPU_CHECK_SANITIZE names a test of the gpu suite; by default nccl_stream
+  # (ranks exchanging device buffers on streams through the NCCL library),
+  # else the suite's first test, else nccl-tests' all_reduce with one rank.
+  gpuTests=$("${meson[@]}" test -C "$build" --no-rebuild --list --suite gpu 2>/dev/null | sed -n 's/.* \/ //p')
+  target=${GPU_CHECK_SANITIZE:-}
+  [ -z "$target" ] && grep -qx nccl_stream <<<"$gpuTests" && target=nccl_stream
+  [ -z "$target" ] && target=$(head -n 1 <<<"$gpuTests")
+  memcheck=("$sanitizer" --tool memcheck --error-exitcode 99 --target-processes all)
+  if [ -n "$target" ]; then
+    run "$name" 1800 "${meson[@]}" test -C "$build" --no-rebuild --verbose --wrapper "${memcheck[*]}" "$target"
+    status=$?
+    what="meson test $target"
+  elif [ $ntbuilt -eq 1 ]; then
+    run "$name" 1800 "${memcheck[@]}" "$ntbin/all_reduce_perf" -g 1 -b 8 -e 1M -f 8 -c 1 -w 1 -n 2
+    status=$?
+    what="all_reduce_perf -g 1 -b 8 -e 1M"
+  else
+    status=-1
+    what=""
+  fi
+  log=$(logOf "$name")
+  if [ -z "$what" ]; then
+    record "$name" "NOT RUN" "no gpu suite test and no nccl-tests build to run under it"
+  elif [ $status -eq 0 ] && grep -q 'ERROR SUMMARY: 0 errors' "$log"; then
+    record "$name" "PASS" "$what: 0 errors"
+  else
+    record "$name" "FAIL" "$what: $(grep -m 1 -o 'ERROR SUMMARY: .*' "$log" || why "$status" "$name")"
+  fi
+fi
+
+# --- summary -----------------------------------------------------------------
+width=5
+for n in "${names[@]}"; do [ ${#n} -gt "$width" ] && width=${#n}; done
+echo
+printf '%-*s | %-7s | %s\n' "$width" "check" "result" "detail"
+printf '%s-|-%s-|-%s\n' "$(printf '%*s' "$width" '' | tr ' ' -)" "-------" "------"
+failed=0
+notRun=()
+for i in "${!names[@]}"; do
+  printf '%-*s | %-7s | %s\n' "$width" "${names[$i]}" "${results[$i]}" "${details[$i]}"
+  [ "${results[$i]}" = "PASS" ] || failed=1
+  [ "${results[$i]}" = "NOT RUN" ] && notRun+=("${names[$i]}")
+done
+echo
+if [ ${#notRun[@]} -gt 0 ]; then
+  echo "not run:"
+  printf '  %s\n' "${notRun[@]}"
+fi
+echo "logs: $logs"
+if [ $failed -eq 0 ]; then echo "gpu-check: every check ran and passed"; else echo "gpu-check: FAILED"; fi
+exit $failed
