@@ -4,7 +4,6 @@
 // stream goes to strata's stream-ordered calls (strata_*_ex); a NULL stream
 // takes the same calls' blocking form on host buffers.
 #include <algorithm>
-#include <cmath>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -48,12 +47,10 @@ struct ncclComm {
 namespace {
 
 thread_local std::string tLastError;
-// ncclGroupStart nesting on this thread, what the outermost ncclGroupEnd
-// completes: communicators initialised inside the group, and the
-// pre-multiplied copies of inputs whose calls are queued until then.
+// ncclGroupStart nesting on this thread, and what the outermost ncclGroupEnd
+// completes: communicators initialised inside the group.
 thread_local int tGroupDepth = 0;
 thread_local std::vector<ncclComm_t> tGroupInits;
-thread_local std::vector<std::vector<unsigned char>> tGroupScratch;
 
 void setError(ncclComm_t comm, const char* message) {
   tLastError = message;
@@ -135,53 +132,6 @@ bool toStrata(ncclDataType_t dt, strata_datatype_t* out) {
   return true;
 }
 
-// binary16 and bfloat16 <-> float, rounding to nearest even. The shim sees
-// only strata's C API, so it cannot borrow strata's kernels for these.
-float halfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  const uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  if (exp == 0) {  // zero or subnormal: mant units of 2^-24
-    const float v = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -v : v;
-  }
-  const uint32_t bits = sign | (exp == 31 ? 0x7f800000u | (mant << 13) : ((exp + 112) << 23) | (mant << 13));
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-uint16_t floatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof(x));
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
-  const uint32_t ax = x & 0x7fffffff;
-  if (ax > 0x7f800000) return sign | 0x7e00;  // NaN stays NaN
-  if (ax >= 0x477ff000) return sign | 0x7c00;  // 65520 and up round to infinity
-  if (ax < 0x38800000) {                       // below 2^-14: a subnormal half, exact after scaling
-    float a;
-    std::memcpy(&a, &ax, sizeof(a));
-    return sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f));
-  }
-  uint32_t h = ((((ax >> 23) - 112) << 10) | ((ax & 0x7fffff) >> 13));
-  const uint32_t rest = ax & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;  // a carry moves into the exponent, as it should
-  return sign | static_cast<uint16_t>(h);
-}
-
-float bf16ToFloat(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-uint16_t floatToBf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof(x));
-  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);
-  return static_cast<uint16_t>((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
-
 // A collective's common arguments in strata's terms.
 struct Prepared {
   strata_datatype_t dt = STRATA_UINT8;
@@ -197,45 +147,10 @@ ncclResult_t prepare(ncclComm_t comm, cudaStream_t stream, ncclDataType_t dataty
   return ncclSuccess;
 }
 
-// Multiplies count elements of `in` by the scalar into `out`. Products of
-// two halves or two bfloat16s are exact in float, so rounding once to the
-// type gives the correctly rounded product.
-void scaleInto(ncclDataType_t datatype, const unsigned char* scalar, const void* in, size_t count, unsigned char* out) {
-  auto scale = [&](auto zero) {
-    using T = decltype(zero);
-    T s;
-    std::memcpy(&s, scalar, sizeof(T));
-    const T* src = static_cast<const T*>(in);
-    T* dst = reinterpret_cast<T*>(out);
-    for (size_t i = 0; i < count; ++i) dst[i] = static_cast<T>(src[i] * s);
-  };
-  auto scale16 = [&](float (*toF)(uint16_t), uint16_t (*fromF)(float)) {
-    uint16_t s;
-    std::memcpy(&s, scalar, sizeof(s));
-    const float fs = toF(s);
-    const uint16_t* src = static_cast<const uint16_t*>(in);
-    uint16_t* dst = reinterpret_cast<uint16_t*>(out);
-    for (size_t i = 0; i < count; ++i) dst[i] = fromF(toF(src[i]) * fs);
-  };
-  switch (datatype) {
-    case ncclInt8: scale(int8_t{}); break;
-    case ncclUint8: scale(uint8_t{}); break;
-    case ncclInt32: scale(int32_t{}); break;
-    case ncclUint32: scale(uint32_t{}); break;
-    case ncclInt64: scale(int64_t{}); break;
-    case ncclUint64: scale(uint64_t{}); break;
-    case ncclFloat16: scale16(halfToFloat, floatToHalf); break;
-    case ncclBfloat16: scale16(bf16ToFloat, floatToBf16); break;
-    case ncclFloat32: scale(float{}); break;
-    default: scale(double{}); break;
-  }
-}
-
-// A reduction op in strata's terms. A pre-multiplied sum on a stream becomes
-// strata's sum with options.premul_scalar (strata scales); with a NULL stream
-// the input is scaled here into `scaled`, which then replaces sendbuff.
-ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t datatype, const void** sendbuff,
-                       size_t count, std::vector<unsigned char>& scaled, strata_op_t* out, Prepared* p) {
+// A reduction op in strata's terms. A pre-multiplied sum becomes strata's
+// sum with options.premul_scalar: strata scales the input (on the stream, or
+// on the host for a NULL stream and host buffers, inside a group too).
+ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t datatype, strata_op_t* out, Prepared* p) {
   static const strata_op_t kMap[] = {STRATA_SUM, STRATA_PROD, STRATA_MAX, STRATA_MIN, STRATA_AVG};
   if (op >= 0 && op < ncclNumOps) {
     *out = kMap[op];
@@ -248,43 +163,22 @@ ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t datatype,
   if (pm.datatype != datatype)
     return fail(ncclInvalidArgument, comm, "op=%d was created for datatype %d, used with %d", op, pm.datatype, datatype);
   *out = STRATA_SUM;
-  if (p->options.stream) {
-    p->options.premul_scalar = pm.residence == ncclScalarDevice ? pm.device : pm.scalar;
-    return ncclSuccess;
-  }
-  if (pm.residence == ncclScalarDevice)
-    return fail(ncclInvalidUsage, comm,
-                "op=%d multiplies by a device-resident scalar (ncclScalarDevice), which a call with a NULL stream "
-                "(host buffers) cannot read; pass the stream the scalar is ready on",
-                op);
-  if (count > 0 && !*sendbuff) return fail(ncclInvalidArgument, comm, "sendbuff is NULL");
-  // Checked before the product is formed: a count this large would wrap it
-  // or make resize throw.
-  if (count > scaled.max_size() / p->elem)
-    return fail(ncclInvalidArgument, comm, "count=%zu elements of %zu bytes cannot be pre-multiplied into one buffer",
-                count, p->elem);
-  scaled.resize(count * p->elem);
-  scaleInto(datatype, pm.scalar, *sendbuff, count, scaled.data());
-  *sendbuff = scaled.data();
+  p->options.premul_scalar = pm.residence == ncclScalarDevice ? pm.device : pm.scalar;
   return ncclSuccess;
 }
 
-// A reducing collective over `count` inputs: prepare() and resolveOp(), then
-// `call` with the input to reduce, strata's datatype and op, and the options.
+// A reducing collective: prepare() and resolveOp(), then `call` with
+// strata's datatype and op, and the options.
 template <typename Call>
 ncclResult_t reduction(const char* what, ncclComm_t comm, cudaStream_t stream, ncclDataType_t datatype,
-                       ncclRedOp_t op, const void* sendbuff, size_t count, Call call) {
+                       ncclRedOp_t op, Call call) {
   Prepared p;
   ncclResult_t r = prepare(comm, stream, datatype, &p);
   if (r != ncclSuccess) return r;
-  std::vector<unsigned char> scaled;
   strata_op_t sop = STRATA_SUM;
-  r = resolveOp(comm, op, datatype, &sendbuff, count, scaled, &sop, &p);
+  r = resolveOp(comm, op, datatype, &sop, &p);
   if (r != ncclSuccess) return r;
-  r = issued(call(sendbuff, p.dt, sop, &p.options), comm, what, stream);
-  // Inside a group the call only queued: its scaled input must outlive it.
-  if (tGroupDepth > 0 && !scaled.empty()) tGroupScratch.push_back(std::move(scaled));
-  return r;
+  return issued(call(p.dt, sop, &p.options), comm, what, stream);
 }
 
 ncclResult_t commSize(ncclComm_t comm, int* n, int* rank) {
@@ -586,17 +480,17 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) try {
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) try {
-  return reduction("ncclAllReduce", comm, stream, datatype, op, sendbuff, count,
-                   [&](const void* in, strata_datatype_t dt, strata_op_t sop, const strata_call_options_t* o) {
-                     return strata_allreduce_ex(in, recvbuff, count, dt, sop, comm->comm, o);
+  return reduction("ncclAllReduce", comm, stream, datatype, op,
+                   [&](strata_datatype_t dt, strata_op_t sop, const strata_call_options_t* o) {
+                     return strata_allreduce_ex(sendbuff, recvbuff, count, dt, sop, comm->comm, o);
                    });
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) try {
-  return reduction("ncclReduce", comm, stream, datatype, op, sendbuff, count,
-                   [&](const void* in, strata_datatype_t dt, strata_op_t sop, const strata_call_options_t* o) {
-                     return strata_reduce_ex(in, recvbuff, count, dt, sop, root, comm->comm, o);
+  return reduction("ncclReduce", comm, stream, datatype, op,
+                   [&](strata_datatype_t dt, strata_op_t sop, const strata_call_options_t* o) {
+                     return strata_reduce_ex(sendbuff, recvbuff, count, dt, sop, root, comm->comm, o);
                    });
 } NCCL_CATCH_ESCAPES
 
@@ -608,9 +502,9 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
   // The input count is formed only once it cannot wrap.
   if (n > 0 && recvcount > SIZE_MAX / static_cast<size_t>(n))
     return fail(ncclInvalidArgument, comm, "recvcount=%zu times %d ranks overflows size_t", recvcount, n);
-  return reduction("ncclReduceScatter", comm, stream, datatype, op, sendbuff, recvcount * n,
-                   [&](const void* in, strata_datatype_t dt, strata_op_t sop, const strata_call_options_t* o) {
-                     return strata_reduce_scatter_ex(in, recvbuff, recvcount, dt, sop, comm->comm, o);
+  return reduction("ncclReduceScatter", comm, stream, datatype, op,
+                   [&](strata_datatype_t dt, strata_op_t sop, const strata_call_options_t* o) {
+                     return strata_reduce_scatter_ex(sendbuff, recvbuff, recvcount, dt, sop, comm->comm, o);
                    });
 } NCCL_CATCH_ESCAPES
 
@@ -723,7 +617,6 @@ ncclResult_t ncclGroupStart(void) try {
 ncclResult_t ncclGroupEnd(void) try {
   ncclResult_t r = done(strata_group_end(), nullptr);
   if (tGroupDepth > 0 && --tGroupDepth == 0) {
-    tGroupScratch.clear();
     ncclResult_t inits = finishGroupInits();
     if (r == ncclSuccess) r = inits;
   }

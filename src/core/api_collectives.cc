@@ -179,23 +179,22 @@ struct Extents {
 };
 
 // A host-ordered pre-multiplied sum: the input scaled into a copy, then the
-// blocking call on it.
+// call on it (in a group, the copy lives until the group's calls are done).
 strata_result_t issueHostPremul(strata_comm* comm, const CollCall& call, bool nothingToDo, const CallOptions& o,
                                 Extents e) {
-  if (groupActive())
-    return finish(makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
-                                 "options->premul_scalar without a stream inside strata_group_start/end: "
-                                 "pass a stream, or scale the input yourself"),
-                  comm);
   if (!gpu::mapped(o.premul, strata_datatype_size(call.datatype)))
     return finish(STRATA_INVALID_ARG("options->premul_scalar=%p is not memory this process can read: without a "
                                      "stream the scalar is read by the CPU when the call is made", o.premul),
                   comm);
-  if (nothingToDo) return STRATA_SUCCESS;
+  if (nothingToDo) return issue(comm, call, true, nullptr);
   std::vector<char> scaled(e.in);
   kernels::scaleBy(scaled.data(), call.sendbuf, e.in / strata_datatype_size(call.datatype), call.datatype, o.premul);
   CollCall c = call;
   c.sendbuf = scaled.data();
+  if (groupActive()) {
+    deferCollective(comm, c, nullptr, std::move(scaled));
+    return STRATA_SUCCESS;
+  }
   return issue(comm, c, false, nullptr);
 }
 

@@ -13,8 +13,8 @@ thread_local Group tGroup;
 
 bool groupActive() { return tDepth > 0; }
 
-void deferCollective(strata_comm* comm, const CollCall& call, const StreamCall* stream) {
-  tGroup.defer(comm, call, stream);
+void deferCollective(strata_comm* comm, const CollCall& call, const StreamCall* stream, std::vector<char> scratch) {
+  tGroup.defer(comm, call, stream, std::move(scratch));
 }
 
 void deferP2p(strata_comm* comm, const P2pOp& op, const StreamCall* stream) { tGroup.defer(comm, op, stream); }

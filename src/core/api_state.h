@@ -83,8 +83,10 @@ struct StreamCall {
   streams::PreMul premul;
 };
 // Queues the call, or (stream != null) the stream-ordered call, in the
-// thread's group.
-void deferCollective(strata_comm* comm, const CollCall& call, const StreamCall* stream = nullptr);
+// thread's group; `scratch` (memory the call reads, such as a pre-multiplied
+// copy of its input) is kept until the group's calls are done.
+void deferCollective(strata_comm* comm, const CollCall& call, const StreamCall* stream = nullptr,
+                     std::vector<char> scratch = {});
 void deferP2p(strata_comm* comm, const P2pOp& op, const StreamCall* stream = nullptr);
 
 // Enqueues a stream-ordered collective, or a group of stream-ordered sends

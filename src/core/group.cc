@@ -7,8 +7,8 @@
 
 namespace strata::api {
 
-void Group::defer(strata_comm* comm, const CollCall& call, const StreamCall* stream) {
-  Deferred d{comm, false, call, {}, {}, stream ? *stream : StreamCall{}};
+void Group::defer(strata_comm* comm, const CollCall& call, const StreamCall* stream, std::vector<char> scratch) {
+  Deferred d{comm, false, call, {}, {}, stream ? *stream : StreamCall{}, std::move(scratch)};
   if (call.sendCounts || call.recvCounts) {
     const int n = comm->impl->size();
     d.arrays.assign(4 * size_t(n), 0);
@@ -20,7 +20,7 @@ void Group::defer(strata_comm* comm, const CollCall& call, const StreamCall* str
 }
 
 void Group::defer(strata_comm* comm, const P2pOp& op, const StreamCall* stream) {
-  queue_.push_back(Deferred{comm, true, {}, op, {}, stream ? *stream : StreamCall{}});
+  queue_.push_back(Deferred{comm, true, {}, op, {}, stream ? *stream : StreamCall{}, {}});
 }
 
 void Group::issueOn(strata_comm* comm, const FusionLimits& limits, std::vector<Started>* started,
@@ -117,6 +117,9 @@ Status Group::issue(strata_comm** failedComm) {
   std::vector<std::unique_ptr<Fusion>> fusions;  // those submitted, to unpack
   const FusionLimits limits = FusionLimits::fromParams();
   for (strata_comm* comm : comms) issueOn(comm, limits, &started, &fusions);
+  std::vector<std::vector<char>> scratch;  // read by the calls until they are done
+  for (Deferred& d : queue_)
+    if (!d.scratch.empty()) scratch.push_back(std::move(d.scratch));
   queue_.clear();
 
   driveUntil(

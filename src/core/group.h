@@ -18,7 +18,7 @@ class Group {
   // Queues a collective; the count and displacement arrays of v-variants are
   // copied. With `stream`, a stream-ordered call: issued at the end without
   // being waited for.
-  void defer(strata_comm* comm, const CollCall& call, const StreamCall* stream);
+  void defer(strata_comm* comm, const CollCall& call, const StreamCall* stream, std::vector<char> scratch);
   void defer(strata_comm* comm, const P2pOp& op, const StreamCall* stream);
   // Issues everything queued and waits for it; returns the first failure
   // and, in *failedComm, its communicator. The queue is emptied, its
@@ -33,6 +33,7 @@ class Group {
     P2pOp op;
     std::vector<size_t> arrays;  // v-variants: the four count/displacement arrays
     StreamCall stream;           // stream-ordered when stream.stream is set
+    std::vector<char> scratch;   // memory the call reads, kept until the group's calls are done
   };
   // One started request, and what to do when it is done.
   struct Started {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <sstream>
+#include <utility>
 
 namespace strata::params {
 namespace {
@@ -34,11 +35,15 @@ struct Values {
 #include "params.def"
 #undef STRATA_PARAM
 
+  // Writes only the values that changed: another communicator's init may be
+  // reading them on its own thread (a non-blocking init, or several inits in
+  // one group), and an unchanged environment then writes nothing.
   void read() {
-#define STRATA_PARAM(accessor, envName, type, defaultValue, help) \
-  {                                                               \
-    const char* s = std::getenv(envName);                         \
-    accessor = (s && *s) ? parse<type>(s, type(defaultValue)) : type(defaultValue); \
+#define STRATA_PARAM(accessor, envName, type, defaultValue, help)                      \
+  {                                                                                    \
+    const char* s = std::getenv(envName);                                              \
+    type v = (s && *s) ? parse<type>(s, type(defaultValue)) : type(defaultValue);      \
+    if (!(v == accessor)) accessor = std::move(v);                                     \
   }
 #include "params.def"
 #undef STRATA_PARAM

@@ -385,11 +385,21 @@ static void streamsWithoutGpu(ncclComm_t comm) {
     CHECK(r == ncclUnhandledCudaError && strstr(why, "stream") && strstr(why, "0x5eed") && strcasestr(why, "cuda"),
           "call %d on a stream without a GPU: %d '%s'", call, r, why);
   }
-  /* A device-resident scalar cannot be read by a call on host buffers. */
-  ncclResult_t r = ncclAllReduce(buf, buf, 4, ncclFloat64, onDevice, comm, NULL);
-  CHECK(r == ncclInvalidUsage && strstr(ncclGetLastError(comm), "ncclScalarDevice"), "device scalar, NULL stream: %d '%s'",
-        r, ncclGetLastError(comm));
   NCCL_OK(ncclRedOpDestroy(onDevice, comm), comm);
+  /* A "device-resident" scalar is read when the call runs: with a NULL
+   * stream and host buffers (what memory that is without a GPU) on the host. */
+  double factor = 0.5, in[4], out[4];
+  for (int i = 0; i < 4; ++i) in[i] = (me + 1) * (i + 1);
+  ncclRedOp_t late;
+  NCCL_OK(ncclRedOpCreatePreMulSum(&late, &factor, ncclFloat64, ncclScalarDevice, comm), comm);
+  factor = 0.25; /* changed after creation: the call reads this one */
+  NCCL_OK(ncclAllReduce(in, out, 4, ncclFloat64, late, comm, NULL), comm);
+  for (int i = 0; i < 4; ++i) {
+    double want = 0;
+    for (int p = 0; p < NRANKS; ++p) want += 0.25 * (p + 1) * (i + 1);
+    CHECK(out[i] == want, "device-resident scalar, NULL stream: out[%d]=%g want %g", i, out[i], want);
+  }
+  NCCL_OK(ncclRedOpDestroy(late, comm), comm);
   ncclResult_t async = ncclInternalError;
   NCCL_OK(ncclCommGetAsyncError(comm, &async), comm);
   CHECK(async == ncclSuccess, "async error %d after refused stream calls", async);
