@@ -246,6 +246,26 @@ for n in 2 4; do
   fi
 done
 
+# --- the staging path against the GPU's copy rate (issue 17's measure) --------
+# strata-gpu-staging: 2 ranks on GPU 0, float32 allreduce of 64 MiB on a
+# stream, against the pinned D2H + H2D copy rate measured in the same run
+# (target: busbw at least 70% of it); its result is checked, its table kept.
+name="staging bandwidth (2 ranks, GPU 0)"
+if [ "$ngpu" -eq 0 ]; then
+  record "$name" "NOT RUN" "no GPU"
+elif [ $built -eq 0 ] || [ ! -x "$build/bench/strata-gpu-staging" ]; then
+  record "$name" "NOT RUN" "strata-gpu-staging was not built"
+else
+  run "$name" 600 "$build/bench/strata-gpu-staging" --ranks 2 --bytes 67108864 --iters 20
+  status=$?
+  row=$(grep -E '^\| [0-9]' "$(logOf "$name")" | tail -n 1)
+  if [ $status -eq 0 ] && [ -n "$row" ]; then
+    record "$name" "PASS" "busbw / copy rate = $(cut -d'|' -f8 <<<"$row" | tr -d ' ') (target 0.70): $row"
+  else
+    record "$name" "FAIL" "$(why "$status" "$name")"
+  fi
+fi
+
 # --- compute-sanitizer memcheck over one GPU program ---------------------------
 name="compute-sanitizer memcheck"
 if [ "$ngpu" -eq 0 ]; then
