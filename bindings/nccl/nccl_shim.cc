@@ -228,6 +228,42 @@ ncclResult_t rootedArgs(ncclComm_t comm, int root, int n, size_t count, const Pr
   return ncclSuccess;
 }
 
+// Gather (every block to the root, into its recvbuff) and scatter (the
+// root's sendbuff blocks out, one to each rank) as sends and receives in one
+// group; the root's own block is a copy to itself, unless in place.
+ncclResult_t rooted(bool gather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                    int root, ncclComm_t comm, cudaStream_t stream) {
+  const char* what = gather ? "ncclGather" : "ncclScatter";
+  Prepared p;
+  int n = 0, me = 0;
+  size_t block = 0;
+  ncclResult_t r = prepare(comm, stream, datatype, &p);
+  if (r == ncclSuccess) r = commSize(comm, &n, &me);
+  if (r == ncclSuccess) r = rootedArgs(comm, root, n, count, p, &block);
+  if (r != ncclSuccess || count == 0) return r;
+  const void* many = gather ? recvbuff : sendbuff;  // the root's nranks blocks
+  if (me == root && !many)
+    return fail(ncclInvalidArgument, comm, "%s is NULL on the root (rank %d)", gather ? "recvbuff" : "sendbuff", root);
+  Exchange x(comm, p, count);
+  if (me != root) {
+    if (gather) x.send(sendbuff, root);
+    else x.recv(recvbuff, root);
+    return x.end(what, stream);
+  }
+  for (int peer = 0; peer < n; ++peer) {
+    char* at = static_cast<char*>(const_cast<void*>(many)) + peer * block;
+    const void* mine = gather ? sendbuff : recvbuff;
+    if (peer != root) {
+      if (gather) x.recv(at, peer);
+      else x.send(at, peer);
+    } else if (mine != at) {
+      x.send(gather ? sendbuff : at, root);
+      x.recv(gather ? at : recvbuff, root);
+    }
+  }
+  return x.end(what, stream);
+}
+
 ncclComm_t wrap(strata_comm_t s) { return new ncclComm(s); }
 
 // A communicator freed inside the group that initialised it is not waited for.
@@ -542,54 +578,12 @@ ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, nc
 
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                         ncclComm_t comm, cudaStream_t stream) try {
-  Prepared p;
-  int n = 0, me = 0;
-  size_t block = 0;
-  ncclResult_t r = prepare(comm, stream, datatype, &p);
-  if (r == ncclSuccess) r = commSize(comm, &n, &me);
-  if (r == ncclSuccess) r = rootedArgs(comm, root, n, count, p, &block);
-  if (r != ncclSuccess || count == 0) return r;
-  if (me == root && !recvbuff) return fail(ncclInvalidArgument, comm, "recvbuff is NULL on the root (rank %d)", root);
-  Exchange x(comm, p, count);
-  if (me != root) {
-    x.send(sendbuff, root);
-  } else {
-    for (int peer = 0; peer < n; ++peer) {
-      char* dst = static_cast<char*>(recvbuff) + peer * block;
-      if (peer != root) x.recv(dst, peer);
-      if (peer == root && sendbuff != dst) {  // the root's own block, unless in place
-        x.send(sendbuff, root);
-        x.recv(dst, root);
-      }
-    }
-  }
-  return x.end("ncclGather", stream);
+  return rooted(true, sendbuff, recvbuff, count, datatype, root, comm, stream);
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                          ncclComm_t comm, cudaStream_t stream) try {
-  Prepared p;
-  int n = 0, me = 0;
-  size_t block = 0;
-  ncclResult_t r = prepare(comm, stream, datatype, &p);
-  if (r == ncclSuccess) r = commSize(comm, &n, &me);
-  if (r == ncclSuccess) r = rootedArgs(comm, root, n, count, p, &block);
-  if (r != ncclSuccess || count == 0) return r;
-  if (me == root && !sendbuff) return fail(ncclInvalidArgument, comm, "sendbuff is NULL on the root (rank %d)", root);
-  Exchange x(comm, p, count);
-  if (me != root) {
-    x.recv(recvbuff, root);
-  } else {
-    for (int peer = 0; peer < n; ++peer) {
-      const char* src = static_cast<const char*>(sendbuff) + peer * block;
-      if (peer != root) x.send(src, peer);
-      if (peer == root && recvbuff != src) {  // the root's own block, unless in place
-        x.send(src, root);
-        x.recv(recvbuff, root);
-      }
-    }
-  }
-  return x.end("ncclScatter", stream);
+  return rooted(false, sendbuff, recvbuff, count, datatype, root, comm, stream);
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "nccl.h"
+#include "nccl_checks.h"
 
 /* NCCL's ABI, as its documentation gives it. */
 _Static_assert(sizeof(ncclUniqueId) == 128, "ncclUniqueId is 128 bytes");
@@ -29,28 +29,6 @@ _Static_assert(NCCL_VERSION_CODE == 22304, "advertises 2.23.4");
 #define NRANKS 4
 #define COUNT 10007 /* odd, several slots' worth for 8-byte types */
 
-static int failures = 0;
-static int me = -1;
-
-#define CHECK(cond, ...)                        \
-  do {                                          \
-    if (!(cond)) {                              \
-      fprintf(stderr, "rank %d: ", me);         \
-      fprintf(stderr, __VA_ARGS__);             \
-      fputc('\n', stderr);                      \
-      ++failures;                               \
-    }                                           \
-  } while (0)
-
-#define NCCL_OK(call, comm)                                                                  \
-  do {                                                                                      \
-    ncclResult_t r_ = (call);                                                               \
-    if (r_ != ncclSuccess) {                                                                \
-      fprintf(stderr, "rank %d: %s: %s (%s)\n", me, #call, ncclGetErrorString(r_),         \
-              ncclGetLastError(comm));                                                      \
-      exit(1);                                                                              \
-    }                                                                                       \
-  } while (0)
 
 /* Small integers: every sum, product, min and max below is exact. */
 static double value(int rank, size_t i) { return (double)((i * 7 + (size_t)rank * 5) % 13) + 1; }

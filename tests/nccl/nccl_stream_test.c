@@ -14,39 +14,17 @@
 
 #include <cuda_runtime.h>
 
-#include "nccl.h"
+#include "nccl_checks.h"
 
 #define NRANKS 2
 #define COUNT 100003 /* several chunks of staging, and not a multiple of anything */
 
-static int me = -1;
-static int failures = 0;
-
-#define CHECK(cond, ...)                \
-  do {                                  \
-    if (!(cond)) {                      \
-      fprintf(stderr, "rank %d: ", me); \
-      fprintf(stderr, __VA_ARGS__);     \
-      fputc('\n', stderr);              \
-      ++failures;                       \
-    }                                   \
-  } while (0)
 
 #define CUDA_OK(call)                                                                          \
   do {                                                                                        \
     cudaError_t e_ = (call);                                                                  \
     if (e_ != cudaSuccess) {                                                                  \
       fprintf(stderr, "rank %d: %s: %s\n", me, #call, cudaGetErrorString(e_));                \
-      exit(1);                                                                                \
-    }                                                                                         \
-  } while (0)
-
-#define NCCL_OK(call, comm)                                                                   \
-  do {                                                                                        \
-    ncclResult_t r_ = (call);                                                                 \
-    if (r_ != ncclSuccess) {                                                                  \
-      fprintf(stderr, "rank %d: %s: %s (%s)\n", me, #call, ncclGetErrorString(r_),           \
-              ncclGetLastError(comm));                                                        \
       exit(1);                                                                                \
     }                                                                                         \
   } while (0)
