@@ -568,6 +568,14 @@ int runRank(int rank, ncclUniqueId id, const ncclUniqueId* scalableIds) {
   return failures ? 1 : 0;
 }
 
+struct Ids {
+  ncclUniqueId id, scalable[2];
+};
+static int rankBody(int rank, void* arg) {
+  struct Ids* ids = (struct Ids*)arg;
+  return runRank(rank, ids->id, ids->scalable);
+}
+
 int main(void) {
   ncclUniqueId id, scalableIds[2];
   if (ncclGetUniqueId(&id) != ncclSuccess || ncclGetUniqueId(&scalableIds[0]) != ncclSuccess ||
@@ -575,24 +583,8 @@ int main(void) {
     fprintf(stderr, "ncclGetUniqueId: %s\n", ncclGetLastError(NULL));
     return 1;
   }
-  fflush(stdout);
-  pid_t pids[NRANKS];
-  for (int r = 0; r < NRANKS; ++r) {
-    pids[r] = fork();
-    if (pids[r] == 0) {
-      alarm(120); /* a hang ends the rank (and fails the test) */
-      _exit(runRank(r, id, scalableIds));
-    }
-  }
-  int failed = 0;
-  for (int r = 0; r < NRANKS; ++r) {
-    int status = 0;
-    waitpid(pids[r], &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      fprintf(stderr, "rank %d ended with status 0x%x\n", r, status);
-      failed = 1;
-    }
-  }
+  struct Ids ids = {id, {scalableIds[0], scalableIds[1]}};
+  const int failed = runRanks(NRANKS, rankBody, &ids, 120);
   if (!failed) printf("4 ranks: every collective through nccl.h matched the reference\n");
 
   /* One process, three communicators from ncclCommInitAll, driven together

@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "nccl.h"
 
@@ -31,5 +33,31 @@ static int me = -1;
       exit(1);                                                                      \
     }                                                                               \
   } while (0)
+
+/* Runs body(rank, arg) in nranks forked processes, each ended by SIGALRM
+ * after `seconds` (a hang fails the test); returns 0 if every rank exited
+ * with 0, else 1 after naming the ranks that did not. */
+static int runRanks(int nranks, int (*body)(int rank, void* arg), void* arg, unsigned seconds) {
+  pid_t pids[64];
+  if (nranks > 64) return 1;
+  fflush(stdout);
+  for (int r = 0; r < nranks; ++r) {
+    pids[r] = fork();
+    if (pids[r] == 0) {
+      alarm(seconds);
+      _exit(body(r, arg));
+    }
+  }
+  int failed = 0;
+  for (int r = 0; r < nranks; ++r) {
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      fprintf(stderr, "rank %d ended with status 0x%x\n", r, status);
+      failed = 1;
+    }
+  }
+  return failed;
+}
 
 #endif

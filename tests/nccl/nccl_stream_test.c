@@ -205,6 +205,9 @@ static void collectives(void) {
   NCCL_OK(ncclMemFree(b), comm);
 }
 
+static int runRank(int rank, ncclUniqueId id);
+static int rankBody(int rank, void* id) { return runRank(rank, *(ncclUniqueId*)id); }
+
 static int runRank(int rank, ncclUniqueId id) {
   me = rank;
   CUDA_OK(cudaSetDevice(0));
@@ -238,23 +241,7 @@ int main(void) {
     fprintf(stderr, "ncclGetUniqueId: %s\n", ncclGetLastError(NULL));
     return 1;
   }
-  fflush(stdout);
-  pid_t pids[NRANKS];
-  for (int r = 0; r < NRANKS; ++r) {
-    pids[r] = fork();
-    if (pids[r] == 0) {
-      alarm(170); /* a hang ends the rank (and fails the test) */
-      _exit(runRank(r, id));
-    }
-  }
-  int failed = 0;
-  for (int r = 0; r < NRANKS; ++r) {
-    waitpid(pids[r], &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      fprintf(stderr, "rank %d ended with status 0x%x\n", r, status);
-      failed = 1;
-    }
-  }
+  const int failed = runRanks(NRANKS, rankBody, &id, 170);
   if (!failed) printf("%d ranks on GPU 0: every collective on a stream matched the reference\n", NRANKS);
   return failed;
 }
