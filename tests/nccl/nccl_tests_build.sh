@@ -38,8 +38,14 @@ if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
 fi
 cxx=${CXX:-g++}
 
+# Where the sources may be: given, carried into the checkout, or in the
+# shared folder beside this checkout or beside the one it was cloned from
+# (CI clones the working checkout elsewhere).
+origin=$(git -C "$root" remote get-url origin 2>/dev/null || true)
+[ -d "$origin" ] || origin=""
 src=""
-for candidate in "${NCCL_TESTS_SRC:-}" "$root/third_party/nccl-tests" "$root/../shared/third_party/nccl-tests"; do
+for candidate in "${NCCL_TESTS_SRC:-}" "$root/third_party/nccl-tests" "$root/../shared/third_party/nccl-tests" \
+                 ${origin:+"$origin/../shared/third_party/nccl-tests"}; do
   if [ -n "$candidate" ] && [ -f "$candidate/src/common.cu" ]; then
     src=$(cd "$candidate" && pwd)
     break
@@ -47,7 +53,8 @@ for candidate in "${NCCL_TESTS_SRC:-}" "$root/third_party/nccl-tests" "$root/../
 done
 if [ -z "$src" ]; then
   echo "FAIL: no nccl-tests sources: set NCCL_TESTS_SRC, or copy them to $root/third_party/nccl-tests" \
-       "(scripts/gpu-carry.sh does), or keep them at $root/../shared/third_party/nccl-tests" >&2
+       "(scripts/gpu-carry.sh does), or keep them at $root/../shared/third_party/nccl-tests" \
+       "${origin:+(or beside the origin checkout, $origin/../shared)}" >&2
   exit 1
 fi
 if [ ! -f "$include/nccl.h" ] || [ ! -f "$libnccl" ]; then
