@@ -266,6 +266,23 @@ else
   fi
 fi
 
+# --- the GPU reduction kernels against the D2D copy rate (issue 18's measure) ---
+name="reduction kernels bandwidth"
+if [ "$ngpu" -eq 0 ]; then
+  record "$name" "NOT RUN" "no GPU"
+elif [ $built -eq 0 ] || [ ! -x "$build/bench/strata-gpu-kernels" ]; then
+  record "$name" "NOT RUN" "strata-gpu-kernels was not built"
+else
+  run "$name" 600 "$build/bench/strata-gpu-kernels" --bytes 268435456 --iters 20
+  status=$?
+  ratios=$(grep -E '^\| [0-9]' "$(logOf "$name")" | awk -F'|' '{gsub(/ /, "", $4); gsub(/ /, "", $6); printf "%s %s, ", $4, $6}')
+  if [ $status -eq 0 ] && [ -n "$ratios" ]; then
+    record "$name" "PASS" "per byte moved / D2D copy rate (target 0.80): ${ratios%, }"
+  else
+    record "$name" "FAIL" "$(why "$status" "$name")"
+  fi
+fi
+
 # --- compute-sanitizer memcheck over one GPU program ---------------------------
 name="compute-sanitizer memcheck"
 if [ "$ngpu" -eq 0 ]; then

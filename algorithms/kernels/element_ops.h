@@ -128,16 +128,14 @@ STRATA_HD T combine(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
     if constexpr (Op == STRATA_SUM || Op == STRATA_AVG) return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-    if constexpr (Op == STRATA_PROD) return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-    if constexpr (Op == STRATA_MIN) return b < a ? b : a;
-    if constexpr (Op == STRATA_MAX) return a < b ? b : a;
+    else if constexpr (Op == STRATA_PROD) return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+    else if constexpr (Op == STRATA_MIN) return b < a ? b : a;
+    else return a < b ? b : a;
   } else {
     if constexpr (Op == STRATA_SUM || Op == STRATA_AVG) return canonical(a + b);
-    if constexpr (Op == STRATA_PROD) return canonical(a * b);
-    T r;
-    if constexpr (Op == STRATA_MIN) r = b < a ? b : a;
-    if constexpr (Op == STRATA_MAX) r = a < b ? b : a;
-    return (a != a || b != b) ? canonicalNaN<T>() : r;
+    else if constexpr (Op == STRATA_PROD) return canonical(a * b);
+    else if constexpr (Op == STRATA_MIN) return (a != a || b != b) ? canonicalNaN<T>() : (b < a ? b : a);
+    else return (a != a || b != b) ? canonicalNaN<T>() : (a < b ? b : a);
   }
 }
 

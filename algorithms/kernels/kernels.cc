@@ -4,7 +4,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "half.h"
+#include "element_ops.h"
 #include "kernel_set.h"
 #include "log.h"
 #include "params.h"
@@ -23,71 +23,54 @@ const KernelSet& setFor(Isa isa) {
   }
 }
 
+// The average's division and the pre-multiplied sum's scaling, one element
+// at a time with element_ops.h's arithmetic (the GPU's kernels use the same).
 template <typename T>
-void divideInts(void* dst, const void* src, size_t n, int divisor) {
+void divideAll(void* dst, const void* src, size_t n, int divisor) {
   auto* d = static_cast<T*>(dst);
   auto* s = static_cast<const T*>(src);
-  const T div = static_cast<T>(divisor);
-  for (size_t i = 0; i < n; ++i) d[i] = static_cast<T>(s[i] / div);
+  for (size_t i = 0; i < n; ++i) d[i] = divide<T>(s[i], divisor);
 }
 
-template <typename T>
-void divideFloats(void* dst, const void* src, size_t n, int divisor) {
-  auto* d = static_cast<T*>(dst);
-  auto* s = static_cast<const T*>(src);
-  const T div = static_cast<T>(divisor);
-  for (size_t i = 0; i < n; ++i) d[i] = s[i] / div;
-}
-
-template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
-void divideNarrow(void* dst, const void* src, size_t n, int divisor) {
+template <bool Bf16>
+void divideAllNarrow(void* dst, const void* src, size_t n, int divisor) {
   auto* d = static_cast<uint16_t*>(dst);
   auto* s = static_cast<const uint16_t*>(src);
-  const float div = static_cast<float>(divisor);
-  for (size_t i = 0; i < n; ++i) d[i] = Narrow(Widen(s[i]) / div);
+  for (size_t i = 0; i < n; ++i) d[i] = divideNarrow<Bf16>(s[i], divisor);
 }
 
 template <typename T>
-void multiply(void* dst, const void* src, size_t n, const void* scalar) {
+void multiplyAll(void* dst, const void* src, size_t n, const void* scalar) {
   T by;
   std::memcpy(&by, scalar, sizeof(T));
   auto* d = static_cast<T*>(dst);
   auto* s = static_cast<const T*>(src);
-  for (size_t i = 0; i < n; ++i) {
-    if constexpr (std::is_integral_v<T>) {
-      // Unsigned arithmetic: signed overflow must wrap, not be undefined.
-      using U = std::make_unsigned_t<T>;
-      d[i] = static_cast<T>(static_cast<U>(static_cast<U>(s[i]) * static_cast<U>(by)));
-    } else {
-      d[i] = s[i] * by;
-    }
-  }
+  for (size_t i = 0; i < n; ++i) d[i] = multiply<T>(s[i], by);
 }
 
-template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
-void multiplyNarrow(void* dst, const void* src, size_t n, const void* scalar) {
-  uint16_t bits;
-  std::memcpy(&bits, scalar, sizeof(bits));
-  const float by = Widen(bits);
+template <bool Bf16>
+void multiplyAllNarrow(void* dst, const void* src, size_t n, const void* scalar) {
+  uint16_t by;
+  std::memcpy(&by, scalar, sizeof(by));
   auto* d = static_cast<uint16_t*>(dst);
   auto* s = static_cast<const uint16_t*>(src);
-  for (size_t i = 0; i < n; ++i) d[i] = Narrow(Widen(s[i]) * by);
+  for (size_t i = 0; i < n; ++i) d[i] = multiplyNarrow<Bf16>(s[i], by);
 }
 
 }  // namespace
 
 void scaleBy(void* dst, const void* src, size_t count, strata_datatype_t datatype, const void* scalar) {
   switch (datatype) {
-    case STRATA_INT8: return multiply<int8_t>(dst, src, count, scalar);
-    case STRATA_UINT8: return multiply<uint8_t>(dst, src, count, scalar);
-    case STRATA_INT32: return multiply<int32_t>(dst, src, count, scalar);
-    case STRATA_UINT32: return multiply<uint32_t>(dst, src, count, scalar);
-    case STRATA_INT64: return multiply<int64_t>(dst, src, count, scalar);
-    case STRATA_UINT64: return multiply<uint64_t>(dst, src, count, scalar);
-    case STRATA_FLOAT16: return multiplyNarrow<halfToFloat, floatToHalf>(dst, src, count, scalar);
-    case STRATA_BFLOAT16: return multiplyNarrow<bf16ToFloat, floatToBf16>(dst, src, count, scalar);
-    case STRATA_FLOAT32: return multiply<float>(dst, src, count, scalar);
-    case STRATA_FLOAT64: return multiply<double>(dst, src, count, scalar);
+    case STRATA_INT8: return multiplyAll<int8_t>(dst, src, count, scalar);
+    case STRATA_UINT8: return multiplyAll<uint8_t>(dst, src, count, scalar);
+    case STRATA_INT32: return multiplyAll<int32_t>(dst, src, count, scalar);
+    case STRATA_UINT32: return multiplyAll<uint32_t>(dst, src, count, scalar);
+    case STRATA_INT64: return multiplyAll<int64_t>(dst, src, count, scalar);
+    case STRATA_UINT64: return multiplyAll<uint64_t>(dst, src, count, scalar);
+    case STRATA_FLOAT16: return multiplyAllNarrow<false>(dst, src, count, scalar);
+    case STRATA_BFLOAT16: return multiplyAllNarrow<true>(dst, src, count, scalar);
+    case STRATA_FLOAT32: return multiplyAll<float>(dst, src, count, scalar);
+    case STRATA_FLOAT64: return multiplyAll<double>(dst, src, count, scalar);
     default: return;
   }
 }
@@ -98,16 +81,16 @@ ReduceFn kernel(strata_datatype_t datatype, strata_op_t op, Isa isa) {
 
 void scaleDown(void* dst, const void* src, size_t count, strata_datatype_t datatype, int divisor) {
   switch (datatype) {
-    case STRATA_INT8: return divideInts<int8_t>(dst, src, count, divisor);
-    case STRATA_UINT8: return divideInts<uint8_t>(dst, src, count, divisor);
-    case STRATA_INT32: return divideInts<int32_t>(dst, src, count, divisor);
-    case STRATA_UINT32: return divideInts<uint32_t>(dst, src, count, divisor);
-    case STRATA_INT64: return divideInts<int64_t>(dst, src, count, divisor);
-    case STRATA_UINT64: return divideInts<uint64_t>(dst, src, count, divisor);
-    case STRATA_FLOAT16: return divideNarrow<halfToFloat, floatToHalf>(dst, src, count, divisor);
-    case STRATA_BFLOAT16: return divideNarrow<bf16ToFloat, floatToBf16>(dst, src, count, divisor);
-    case STRATA_FLOAT32: return divideFloats<float>(dst, src, count, divisor);
-    case STRATA_FLOAT64: return divideFloats<double>(dst, src, count, divisor);
+    case STRATA_INT8: return divideAll<int8_t>(dst, src, count, divisor);
+    case STRATA_UINT8: return divideAll<uint8_t>(dst, src, count, divisor);
+    case STRATA_INT32: return divideAll<int32_t>(dst, src, count, divisor);
+    case STRATA_UINT32: return divideAll<uint32_t>(dst, src, count, divisor);
+    case STRATA_INT64: return divideAll<int64_t>(dst, src, count, divisor);
+    case STRATA_UINT64: return divideAll<uint64_t>(dst, src, count, divisor);
+    case STRATA_FLOAT16: return divideAllNarrow<false>(dst, src, count, divisor);
+    case STRATA_BFLOAT16: return divideAllNarrow<true>(dst, src, count, divisor);
+    case STRATA_FLOAT32: return divideAll<float>(dst, src, count, divisor);
+    case STRATA_FLOAT64: return divideAll<double>(dst, src, count, divisor);
     default: return;
   }
 }

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "half.h"
+#include "element_ops.h"
 
 namespace strata::kernels::avx2 {
 namespace {

@@ -16,32 +16,11 @@
 #include <cstring>
 #include <type_traits>
 
-#include "half.h"
+#include "element_ops.h"
 #include "kernel_set.h"
 
 namespace strata::kernels::STRATA_ISA_NS {
 namespace {
-
-template <typename T, strata_op_t Op>
-inline T combine(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    // Integer sums and products wrap: compute them unsigned (defined).
-    if constexpr (Op == STRATA_SUM || Op == STRATA_AVG) return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-    if constexpr (Op == STRATA_PROD) return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-    if constexpr (Op == STRATA_MIN) return b < a ? b : a;
-    if constexpr (Op == STRATA_MAX) return a < b ? b : a;
-  } else {
-    if constexpr (Op == STRATA_SUM || Op == STRATA_AVG) return a + b;
-    if constexpr (Op == STRATA_PROD) return a * b;
-    // min/max propagate NaN (a's first), written branch-free for vectorising.
-    T r;
-    if constexpr (Op == STRATA_MIN) r = b < a ? b : a;
-    if constexpr (Op == STRATA_MAX) r = a < b ? b : a;
-    r = b != b ? b : r;
-    return a != a ? a : r;
-  }
-}
 
 template <typename T, strata_op_t Op>
 void reduceDirect(void* dst, const void* a, const void* b, size_t n) {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "half.h"
+#include "element_ops.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

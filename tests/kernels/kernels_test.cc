@@ -1,6 +1,6 @@
 // Reduction kernels against a reference written here from the definitions:
 // exact wrapped integer arithmetic, double for floats, and an IEEE
-// float16/bfloat16 codec of its own (not the library's half.h). Also: every
+// float16/bfloat16 codec of its own (not the library's element_ops.h). Also: every
 // instruction set this CPU supports gives the same bits, in place or not, at any alignment and tail length.
 #include <gtest/gtest.h>
 

@@ -1,0 +1,80 @@
+// The GPU's reduction kernels against the host kernels, bit for bit, for
+// every datatype and op, plus the average's division and the pre-multiplied
+// scaling. Needs a GPU: elsewhere gpu_test_main.cc reports a skip with
+// CUDA's reason (the same arithmetic is checked on the host by
+// tests/kernels/element_ops_test.cc).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "cuda_seam.h"
+#include "device_kernels.h"
+#include "kernels.h"
+
+namespace strata::kernels {
+namespace {
+
+constexpr size_t kCount = (1 << 20) + 3;  // several grids' worth, and a ragged end
+
+class DeviceKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+    for (void** p : {&a_, &b_, &out_}) ASSERT_EQ(cudaMalloc(p, kCount * 8), cudaSuccess);
+  }
+  void TearDown() override {
+    for (void* p : {a_, b_, out_}) cudaFree(p);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  // Random bit patterns: every NaN payload, subnormal and infinity turns up.
+  std::vector<uint8_t> randomBytes(uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<uint8_t> v(kCount * 8);
+    for (auto& x : v) x = static_cast<uint8_t>(rng());
+    return v;
+  }
+  void upload(void* dst, const std::vector<uint8_t>& src, size_t bytes) {
+    ASSERT_EQ(cudaMemcpy(dst, src.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<uint8_t> download(size_t bytes) {
+    std::vector<uint8_t> v(bytes);
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(v.data(), out_, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  }
+
+  cudaStream_t stream_ = nullptr;
+  void *a_ = nullptr, *b_ = nullptr, *out_ = nullptr;
+};
+
+TEST_F(DeviceKernels, EveryDatatypeAndOpGivesTheHostKernelsBits) {
+  for (int dt = 0; dt < STRATA_NUM_DATATYPES; ++dt) {
+    const auto type = static_cast<strata_datatype_t>(dt);
+    const size_t bytes = kCount * strata_datatype_size(type);
+    const std::vector<uint8_t> a = randomBytes(dt), b = randomBytes(100 + dt);
+    upload(a_, a, bytes);
+    upload(b_, b, bytes);
+    for (int op = 0; op < STRATA_NUM_OPS; ++op) {
+      const auto o = static_cast<strata_op_t>(op);
+      ASSERT_EQ(device::reduce(type, o, out_, a_, b_, kCount, stream_), 0);
+      const std::vector<uint8_t> got = download(bytes);
+      std::vector<uint8_t> want(bytes);
+      kernel(type, o, Isa::Portable)(want.data(), a.data(), b.data(), kCount);
+      ASSERT_EQ(0, std::memcmp(got.data(), want.data(), bytes)) << "datatype " << dt << " op " << op;
+    }
+    ASSERT_EQ(device::scaleDown(type, out_, a_, kCount, 3, stream_), 0);
+    std::vector<uint8_t> want(bytes);
+    scaleDown(want.data(), a.data(), kCount, type, 3);
+    ASSERT_EQ(0, std::memcmp(download(bytes).data(), want.data(), bytes)) << "datatype " << dt << " / 3";
+    // The scalar is element 0 of b, read on the device.
+    ASSERT_EQ(device::scaleBy(type, out_, a_, kCount, b_, stream_), 0);
+    scaleBy(want.data(), a.data(), kCount, type, b.data());
+    ASSERT_EQ(0, std::memcmp(download(bytes).data(), want.data(), bytes)) << "datatype " << dt << " * scalar";
+  }
+}
+
+}  // namespace
+}  // namespace strata::kernels

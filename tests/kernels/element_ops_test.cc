@@ -1,0 +1,148 @@
+// The GPU's arithmetic against the host's: element_ops.h is what the device
+// kernels compute per element (device_kernels.cu), and here its functions
+// run on the host against the host kernels of every instruction set this CPU
+// has, bit for bit, for every datatype and op. Inputs are random bit
+// patterns (every NaN payload, subnormal and infinity of the 16-bit types
+// shows up), with signed zeros, NaNs, infinities, subnormals and values
+// whose results round half-way mixed in.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "element_ops.h"
+#include "kernels.h"
+
+namespace strata::kernels {
+namespace {
+
+constexpr size_t kCount = 20000;
+
+template <typename T>
+std::vector<T> inputs(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> v(kCount);
+  for (auto& x : v) {
+    const uint64_t bits = rng();
+    std::memcpy(&x, &bits, sizeof(T));
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    const T specials[] = {T(0),
+                          -T(0),
+                          std::numeric_limits<T>::infinity(),
+                          -std::numeric_limits<T>::infinity(),
+                          std::numeric_limits<T>::quiet_NaN(),
+                          -std::numeric_limits<T>::quiet_NaN(),
+                          std::numeric_limits<T>::denorm_min(),
+                          -std::numeric_limits<T>::denorm_min(),
+                          std::numeric_limits<T>::max(),
+                          std::numeric_limits<T>::lowest(),
+                          T(1),
+                          T(1) + std::numeric_limits<T>::epsilon(),
+                          T(0.5) * std::numeric_limits<T>::epsilon()};
+    for (size_t i = 0; i < v.size(); i += 7) v[i] = specials[(i / 7 + seed) % (sizeof(specials) / sizeof(T))];
+  }
+  return v;
+}
+
+// 16-bit floats as their bits: every pattern is an input worth having.
+std::vector<uint16_t> narrowInputs(uint64_t seed, bool bf16) {
+  std::vector<uint16_t> v = inputs<uint16_t>(seed);
+  const uint16_t specials[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400,  // zeros, subnormals, smallest normal
+                               0x7c00, 0xfc00, 0x7e00, 0x7d01, 0x7bff, 0x3c00, 0x3c01};
+  const uint16_t bf16Specials[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x007f, 0x0080,
+                                   0x7f80, 0xff80, 0x7fc0, 0x7f81, 0x7f7f, 0x3f80, 0x3f81};
+  for (size_t i = 0; i < v.size(); i += 5) v[i] = (bf16 ? bf16Specials : specials)[(i / 5 + seed) % 13];
+  return v;
+}
+
+std::vector<Isa> isas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::Portable, Isa::Avx2, Isa::Avx512})
+    if (isSupported(isa)) out.push_back(isa);
+  return out;
+}
+
+template <typename T, strata_op_t Op>
+void checkDirect(strata_datatype_t dt) {
+  const std::vector<T> a = inputs<T>(1 + dt * 10 + Op), b = inputs<T>(101 + dt * 10 + Op);
+  std::vector<T> want(kCount);
+  for (size_t i = 0; i < kCount; ++i) want[i] = combine<T, Op>(a[i], b[i]);
+  for (Isa isa : isas()) {
+    std::vector<T> got(kCount);
+    kernel(dt, Op, isa)(got.data(), a.data(), b.data(), kCount);
+    for (size_t i = 0; i < kCount; ++i)
+      ASSERT_EQ(0, std::memcmp(&got[i], &want[i], sizeof(T)))
+          << "datatype " << dt << " op " << Op << " isa " << isaName(isa) << " element " << i;
+  }
+  // A GPU makes NaNs of its own where a CPU carries an input's payload:
+  // only a canonical NaN leaves both with the same bits.
+  if constexpr (std::is_floating_point_v<T>) {
+    const T canonicalNaN = std::numeric_limits<T>::quiet_NaN();
+    size_t nans = 0;
+    for (size_t i = 0; i < kCount; ++i)
+      if (want[i] != want[i]) {
+        ++nans;
+        ASSERT_EQ(0, std::memcmp(&want[i], &canonicalNaN, sizeof(T))) << "datatype " << dt << " op " << Op << " element " << i;
+      }
+    EXPECT_GT(nans, 0u) << "the inputs hold NaNs";
+  }
+}
+
+template <bool Bf16, strata_op_t Op>
+void checkNarrow() {
+  const strata_datatype_t dt = Bf16 ? STRATA_BFLOAT16 : STRATA_FLOAT16;
+  const std::vector<uint16_t> a = narrowInputs(7 + Op, Bf16), b = narrowInputs(77 + Op, Bf16);
+  std::vector<uint16_t> want(kCount);
+  for (size_t i = 0; i < kCount; ++i) want[i] = combineNarrow<Bf16, Op>(a[i], b[i]);
+  for (Isa isa : isas()) {
+    std::vector<uint16_t> got(kCount);
+    kernel(dt, Op, isa)(got.data(), a.data(), b.data(), kCount);
+    for (size_t i = 0; i < kCount; ++i)
+      ASSERT_EQ(got[i], want[i]) << (Bf16 ? "bfloat16" : "float16") << " op " << Op << " isa " << isaName(isa)
+                                 << " inputs 0x" << std::hex << a[i] << ", 0x" << b[i];
+  }
+}
+
+template <strata_op_t Op>
+void checkOp() {
+  checkDirect<int8_t, Op>(STRATA_INT8);
+  checkDirect<uint8_t, Op>(STRATA_UINT8);
+  checkDirect<int32_t, Op>(STRATA_INT32);
+  checkDirect<uint32_t, Op>(STRATA_UINT32);
+  checkDirect<int64_t, Op>(STRATA_INT64);
+  checkDirect<uint64_t, Op>(STRATA_UINT64);
+  checkDirect<float, Op>(STRATA_FLOAT32);
+  checkDirect<double, Op>(STRATA_FLOAT64);
+  checkNarrow<false, Op>();
+  checkNarrow<true, Op>();
+}
+
+TEST(ElementOps, DeviceArithmeticEqualsEveryHostKernelBitForBit) {
+  checkOp<STRATA_SUM>();
+  checkOp<STRATA_PROD>();
+  checkOp<STRATA_MIN>();
+  checkOp<STRATA_MAX>();
+  checkOp<STRATA_AVG>();
+}
+
+// The conversions the narrow types go through, over every 16-bit pattern:
+// widening is exact, and narrowing a widened value gives it back (NaNs
+// become the canonical one).
+TEST(ElementOps, SixteenBitConversionsRoundTripEveryPattern) {
+  for (uint32_t h = 0; h <= 0xffff; ++h) {
+    const auto bits = static_cast<uint16_t>(h);
+    const float wide = halfToFloat(bits);
+    const bool nan = (bits & 0x7c00) == 0x7c00 && (bits & 0x3ff);
+    ASSERT_EQ(floatToHalf(wide), nan ? kHalfNaN : bits) << std::hex << h;
+    const float bwide = bf16ToFloat(bits);
+    const bool bnan = (bits & 0x7f80) == 0x7f80 && (bits & 0x7f);
+    ASSERT_EQ(floatToBf16(bwide), bnan ? kBf16NaN : bits) << std::hex << h;
+  }
+}
+
+}  // namespace
+}  // namespace strata::kernels
