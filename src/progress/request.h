@@ -37,16 +37,22 @@ class Request {
     hookArg_ = arg;
   }
 
+  // The hook is read before the count drops: once it reaches 0 a waiter may
+  // free the request.
   void channelDone() {
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1 && hook_) hook_(hookArg_);
+    const DoneHook hook = hook_;
+    void* const arg = hookArg_;
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1 && hook) hook(arg);
   }
   // Completes a request no other thread has seen yet (an operation its
   // caller ran at once): plain stores, no read-modify-write.
   void finishedAlone(const Status& outcome) {
     failed_.store(!outcome.isOk(), std::memory_order_relaxed);
     status_ = outcome;
+    const DoneHook hook = hook_;
+    void* const arg = hookArg_;
     pending_.store(0, std::memory_order_release);
-    if (hook_) hook_(hookArg_);
+    if (hook) hook(arg);
   }
   void channelFailed(const Status& why) {
     if (!failed_.exchange(true, std::memory_order_acq_rel)) status_ = why;
