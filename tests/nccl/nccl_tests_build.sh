@@ -10,7 +10,8 @@
 #   LIBNCCL           strata's built libnccl.so.2.x.y
 #   OUT_DIR           where objects and programs go (emptied first)
 # Environment: NVCC (default: nvcc on PATH, then /usr/local/cuda/bin/nvcc),
-# NCCL_TESTS_SRC (an nccl-tests checkout), NCCL_TESTS_ARCH (default sm_90),
+# NCCL_TESTS_SRC (an nccl-tests checkout), NCCL_TESTS_ARCH (default sm_90;
+# compute_90 builds PTX only, skipping ptxas, which is all a build check needs),
 # NCCL_TESTS_JOBS (parallel compiles, default: the CPU count),
 # NCCL_TESTS_OPT (optimisation flags, default "-O1 -Xptxas -O1": this only
 # proves that the programs build; gpu-check.sh builds them for speed).
@@ -71,7 +72,7 @@ rm -rf "$out" && mkdir -p "$out" || exit 1
 # nccl-tests' own flags (src/common.mk, src/Makefile with MPI=0), our header
 # directory first: the CUDA toolkit's include directory, which nvcc adds
 # after ours, may hold NVIDIA's nccl.h.
-nvflags=(-gencode="arch=compute_${arch#sm_},code=$arch" -std=c++17 --extended-lambda -DNCCL_OS_LINUX
+nvflags=(-gencode="arch=compute_${arch#*_},code=$arch" -std=c++17 --extended-lambda -DNCCL_OS_LINUX
          "-I$include" "-I$src/os" "${opt[@]}")
 echo "nccl-tests from $src ($(sed -n 's/^#define NCCL_TESTS_VERSION "\(.*\)"/\1/p' "$src/src/common.h"))," \
      "$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/nvcc \1/p'), $arch, $jobs jobs"
