@@ -20,43 +20,49 @@ unsigned blocksFor(size_t count) {
   return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
 }
 
-template <typename T, strata_op_t Op>
-__global__ void reduceKernel(T* dst, const T* a, const T* b, size_t count) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x)
-    dst[i] = combine<T, Op>(a[i], b[i]);
-}
-
-template <bool Bf16, strata_op_t Op>
-__global__ void reduceNarrowKernel(uint16_t* dst, const uint16_t* a, const uint16_t* b, size_t count) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x)
-    dst[i] = combineNarrow<Bf16, Op>(a[i], b[i]);
-}
+// The element types: a C++ type for most, Narrow for the 16-bit floats
+// (stored as bits, computed in float32).
+template <bool Bf16>
+struct Narrow {};
 
 template <typename T>
-__global__ void divideKernel(T* dst, const T* src, size_t count, int divisor) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x)
-    dst[i] = divide<T>(src[i], divisor);
-}
+struct Elem {
+  using Storage = T;
+  template <strata_op_t Op>
+  static __device__ T combined(T a, T b) { return combine<T, Op>(a, b); }
+  static __device__ T divided(T v, int divisor) { return divide<T>(v, divisor); }
+  static __device__ T scaled(T v, T by) { return multiply<T>(v, by); }
+};
 
 template <bool Bf16>
-__global__ void divideNarrowKernel(uint16_t* dst, const uint16_t* src, size_t count, int divisor) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x)
-    dst[i] = divideNarrow<Bf16>(src[i], divisor);
+struct Elem<Narrow<Bf16>> {
+  using Storage = uint16_t;
+  template <strata_op_t Op>
+  static __device__ uint16_t combined(uint16_t a, uint16_t b) { return combineNarrow<Bf16, Op>(a, b); }
+  static __device__ uint16_t divided(uint16_t v, int divisor) { return divideNarrow<Bf16>(v, divisor); }
+  static __device__ uint16_t scaled(uint16_t v, uint16_t by) { return multiplyNarrow<Bf16>(v, by); }
+};
+
+#define STRATA_GRID_LOOP(i, count) \
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < (count); i += size_t(gridDim.x) * blockDim.x)
+
+template <typename Tag, strata_op_t Op, typename S = typename Elem<Tag>::Storage>
+__global__ void reduceKernel(S* dst, const S* a, const S* b, size_t count) {
+  STRATA_GRID_LOOP(i, count) dst[i] = Elem<Tag>::template combined<Op>(a[i], b[i]);
 }
 
-template <typename T>
-__global__ void multiplyKernel(T* dst, const T* src, size_t count, const T* scalar) {
-  const T by = *scalar;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x)
-    dst[i] = multiply<T>(src[i], by);
+template <typename Tag, typename S = typename Elem<Tag>::Storage>
+__global__ void divideKernel(S* dst, const S* src, size_t count, int divisor) {
+  STRATA_GRID_LOOP(i, count) dst[i] = Elem<Tag>::divided(src[i], divisor);
 }
 
-template <bool Bf16>
-__global__ void multiplyNarrowKernel(uint16_t* dst, const uint16_t* src, size_t count, const uint16_t* scalar) {
-  const uint16_t by = *scalar;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x)
-    dst[i] = multiplyNarrow<Bf16>(src[i], by);
+template <typename Tag, typename S = typename Elem<Tag>::Storage>
+__global__ void multiplyKernel(S* dst, const S* src, size_t count, const S* scalar) {
+  const S by = *scalar;
+  STRATA_GRID_LOOP(i, count) dst[i] = Elem<Tag>::scaled(src[i], by);
 }
+
+#undef STRATA_GRID_LOOP
 
 // Launches kernel<<<blocks, threads, 0, stream>>>(args...) and returns the launch's error.
 template <typename... KernelArgs, typename... Args>
@@ -66,26 +72,20 @@ int launch(void (*kernel)(KernelArgs...), size_t count, void* stream, Args... ar
   return static_cast<int>(cudaGetLastError());
 }
 
-template <strata_op_t Op>
-int reduceAs(strata_datatype_t dt, void* d, const void* a, const void* b, size_t n, void* s) {
-  switch (dt) {
-#define STRATA_DIRECT(DT, T) \
-  case DT: return launch(reduceKernel<T, Op>, n, s, static_cast<T*>(d), static_cast<const T*>(a), static_cast<const T*>(b), n);
-    STRATA_DIRECT(STRATA_INT8, int8_t)
-    STRATA_DIRECT(STRATA_UINT8, uint8_t)
-    STRATA_DIRECT(STRATA_INT32, int32_t)
-    STRATA_DIRECT(STRATA_UINT32, uint32_t)
-    STRATA_DIRECT(STRATA_INT64, int64_t)
-    STRATA_DIRECT(STRATA_UINT64, uint64_t)
-    STRATA_DIRECT(STRATA_FLOAT32, float)
-    STRATA_DIRECT(STRATA_FLOAT64, double)
-#undef STRATA_DIRECT
-    case STRATA_FLOAT16:
-      return launch(reduceNarrowKernel<false, Op>, n, s, static_cast<uint16_t*>(d), static_cast<const uint16_t*>(a),
-                    static_cast<const uint16_t*>(b), n);
-    case STRATA_BFLOAT16:
-      return launch(reduceNarrowKernel<true, Op>, n, s, static_cast<uint16_t*>(d), static_cast<const uint16_t*>(a),
-                    static_cast<const uint16_t*>(b), n);
+// fn(Tag{}) with the datatype's element type.
+template <typename Fn>
+int byType(strata_datatype_t datatype, Fn&& fn) {
+  switch (datatype) {
+    case STRATA_INT8: return fn(int8_t{});
+    case STRATA_UINT8: return fn(uint8_t{});
+    case STRATA_INT32: return fn(int32_t{});
+    case STRATA_UINT32: return fn(uint32_t{});
+    case STRATA_INT64: return fn(int64_t{});
+    case STRATA_UINT64: return fn(uint64_t{});
+    case STRATA_FLOAT16: return fn(Narrow<false>{});
+    case STRATA_BFLOAT16: return fn(Narrow<true>{});
+    case STRATA_FLOAT32: return fn(float{});
+    case STRATA_FLOAT64: return fn(double{});
     default: return cudaErrorInvalidValue;
   }
 }
@@ -94,60 +94,38 @@ int reduceAs(strata_datatype_t dt, void* d, const void* a, const void* b, size_t
 
 int reduce(strata_datatype_t datatype, strata_op_t op, void* dst, const void* a, const void* b, size_t count,
            void* stream) {
-  switch (op) {
-    case STRATA_SUM: return reduceAs<STRATA_SUM>(datatype, dst, a, b, count, stream);
-    case STRATA_PROD: return reduceAs<STRATA_PROD>(datatype, dst, a, b, count, stream);
-    case STRATA_MIN: return reduceAs<STRATA_MIN>(datatype, dst, a, b, count, stream);
-    case STRATA_MAX: return reduceAs<STRATA_MAX>(datatype, dst, a, b, count, stream);
-    case STRATA_AVG: return reduceAs<STRATA_AVG>(datatype, dst, a, b, count, stream);
-    default: return cudaErrorInvalidValue;
-  }
+  return byType(datatype, [&](auto tag) {
+    using Tag = decltype(tag);
+    using S = typename Elem<Tag>::Storage;
+    auto run = [&](auto kernel) {
+      return launch(kernel, count, stream, static_cast<S*>(dst), static_cast<const S*>(a), static_cast<const S*>(b),
+                    count);
+    };
+    switch (op) {
+      case STRATA_SUM: return run(reduceKernel<Tag, STRATA_SUM>);
+      case STRATA_PROD: return run(reduceKernel<Tag, STRATA_PROD>);
+      case STRATA_MIN: return run(reduceKernel<Tag, STRATA_MIN>);
+      case STRATA_MAX: return run(reduceKernel<Tag, STRATA_MAX>);
+      case STRATA_AVG: return run(reduceKernel<Tag, STRATA_AVG>);
+      default: return static_cast<int>(cudaErrorInvalidValue);
+    }
+  });
 }
 
-int scaleDown(strata_datatype_t datatype, void* dst, const void* src, size_t n, int divisor, void* s) {
-  switch (datatype) {
-#define STRATA_DIRECT(DT, T) \
-  case DT: return launch(divideKernel<T>, n, s, static_cast<T*>(dst), static_cast<const T*>(src), n, divisor);
-    STRATA_DIRECT(STRATA_INT8, int8_t)
-    STRATA_DIRECT(STRATA_UINT8, uint8_t)
-    STRATA_DIRECT(STRATA_INT32, int32_t)
-    STRATA_DIRECT(STRATA_UINT32, uint32_t)
-    STRATA_DIRECT(STRATA_INT64, int64_t)
-    STRATA_DIRECT(STRATA_UINT64, uint64_t)
-    STRATA_DIRECT(STRATA_FLOAT32, float)
-    STRATA_DIRECT(STRATA_FLOAT64, double)
-#undef STRATA_DIRECT
-    case STRATA_FLOAT16:
-      return launch(divideNarrowKernel<false>, n, s, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n, divisor);
-    case STRATA_BFLOAT16:
-      return launch(divideNarrowKernel<true>, n, s, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n, divisor);
-    default: return cudaErrorInvalidValue;
-  }
+int scaleDown(strata_datatype_t datatype, void* dst, const void* src, size_t count, int divisor, void* stream) {
+  return byType(datatype, [&](auto tag) {
+    using S = typename Elem<decltype(tag)>::Storage;
+    return launch(divideKernel<decltype(tag)>, count, stream, static_cast<S*>(dst), static_cast<const S*>(src), count,
+                  divisor);
+  });
 }
 
-int scaleBy(strata_datatype_t datatype, void* dst, const void* src, size_t n, const void* scalar, void* s) {
-  switch (datatype) {
-#define STRATA_DIRECT(DT, T)                                                                                 \
-  case DT:                                                                                                   \
-    return launch(multiplyKernel<T>, n, s, static_cast<T*>(dst), static_cast<const T*>(src), n,              \
-                  static_cast<const T*>(scalar));
-    STRATA_DIRECT(STRATA_INT8, int8_t)
-    STRATA_DIRECT(STRATA_UINT8, uint8_t)
-    STRATA_DIRECT(STRATA_INT32, int32_t)
-    STRATA_DIRECT(STRATA_UINT32, uint32_t)
-    STRATA_DIRECT(STRATA_INT64, int64_t)
-    STRATA_DIRECT(STRATA_UINT64, uint64_t)
-    STRATA_DIRECT(STRATA_FLOAT32, float)
-    STRATA_DIRECT(STRATA_FLOAT64, double)
-#undef STRATA_DIRECT
-    case STRATA_FLOAT16:
-      return launch(multiplyNarrowKernel<false>, n, s, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n,
-                    static_cast<const uint16_t*>(scalar));
-    case STRATA_BFLOAT16:
-      return launch(multiplyNarrowKernel<true>, n, s, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n,
-                    static_cast<const uint16_t*>(scalar));
-    default: return cudaErrorInvalidValue;
-  }
+int scaleBy(strata_datatype_t datatype, void* dst, const void* src, size_t count, const void* scalar, void* stream) {
+  return byType(datatype, [&](auto tag) {
+    using S = typename Elem<decltype(tag)>::Storage;
+    return launch(multiplyKernel<decltype(tag)>, count, stream, static_cast<S*>(dst), static_cast<const S*>(src),
+                  count, static_cast<const S*>(scalar));
+  });
 }
 
 }  // namespace strata::kernels::device
