@@ -14,10 +14,26 @@ run_suite() {  # build-dir, label, "tests to run (empty: all)", meson-setup-args
   local dir=$1 label=$2 tests=$3
   shift 3
   echo "=== $label: build ($dir)"
-  BUILD_DIR="$dir" scripts/build.sh "$@" || { failed=$((failed + 1)); return; }
+  local rebuild=()
+  if [ -z "$tests" ]; then
+    BUILD_DIR="$dir" scripts/build.sh "$@" || { failed=$((failed + 1)); return; }
+  else
+    # Only the programs those tests run (and what they link): a leg that
+    # runs a few tests need not build the whole tree.
+    [ -f "$dir/build.ninja" ] || meson setup "$dir" "$@" || { failed=$((failed + 1)); return; }
+    local targets
+    targets=$(meson introspect "$dir" --tests | python3 -c '
+import json, os, sys
+root, wanted = os.path.abspath(sys.argv[1]), sys.argv[2].split()
+print(" ".join(sorted({os.path.relpath(t["cmd"][0], root) for t in json.load(sys.stdin) if t["name"] in wanted})))
+' "$dir" "$tests")
+    # shellcheck disable=SC2086
+    ninja -C "$dir" $targets || { failed=$((failed + 1)); return; }
+    rebuild=(--no-rebuild)
+  fi
   echo "=== $label: meson test $tests"
   # shellcheck disable=SC2086
-  meson test -C "$dir" --print-errorlogs --num-processes 2 $tests
+  meson test -C "$dir" "${rebuild[@]}" --print-errorlogs --num-processes 2 $tests
   local log="$dir/meson-logs/testlog.json"
   local counts
   counts=$(python3 - "$log" <<'PY'
@@ -55,16 +71,17 @@ fi
 # No torch backend here: python cannot load a sanitized libstrata, so its
 # tests could only skip (tests/python says why), and it is the slowest build.
 # No CUDA either: without a GPU its code answers "no driver" (the release
-# leg tests that), and nvcc would only add build time.
+# leg tests that), and nvcc would only add build time; nor the benchmark and
+# MPI comparison programs, which no test runs.
 ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   run_suite build-asan "address+undefined sanitizers" "" \
   -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Db_lundef=false -Ducx=enabled -Dtorch=disabled \
-  -Dcuda=disabled
+  -Dcuda=disabled -Dbenchmarks=disabled -Dmpi=disabled
 # A TSan report makes the reporting process exit non-zero, failing its test.
-# Only what those tests need is built (no torch, benchmarks, MPI programs or
-# CUDA: stream-ordered calls' staging is the same code either way, and its
-# tests run it with host threads for streams).
+# Only those tests' programs are built (run_suite), without torch,
+# benchmarks, MPI programs or CUDA: stream-ordered calls' staging is the
+# same code either way, and its tests run it with host threads for streams.
 TSAN_OPTIONS=halt_on_error=1 \
   run_suite build-tsan "thread sanitizer" "plans api collectives robustness robustness_tcp handshake staging stream_comm nccl_api" \
   -Db_sanitize=thread -Dbuildtype=debugoptimized -Db_lundef=false -Dtorch=disabled -Dbenchmarks=disabled -Dmpi=disabled \
