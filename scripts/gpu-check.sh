@@ -147,6 +147,31 @@ for suite in gpu nccl; do
   fi
 done
 
+# --- the topology strata sees: GPUs in hwloc's PCI tree, NVLink from NVML -------
+if [ $built -eq 0 ]; then
+  record "strata-topo" "NOT RUN" "strata did not build"
+else
+  run "strata-topo" 120 "$build/src/strata-topo"
+  run "strata-topo --json" 120 "$build/src/strata-topo" --json
+  status=$?
+  # Every GPU nvidia-smi lists must be in the machine, with the rank's (CUDA's device 0) among them.
+  seen=$(sed 1d "$(logOf "strata-topo --json")" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+m = d["machine"]
+rank = d["hierarchy"]["ranks"][0]["gpu"]
+print(len(m["gpus"]), "GPU(s):", " ".join(g["pciBusId"] for g in m["gpus"]) + ";", "links row 0:",
+      " ".join(m["gpuLinks"][0]) if m["gpuLinks"] else "-", "; nvlink:", m["nvlinkSource"] + "; this rank:",
+      rank or "none", "ok" if rank and rank in [g["pciBusId"] for g in m["gpus"]] else "missing")' 2>&1)
+  if [ $status -ne 0 ]; then
+    record "strata-topo" "FAIL" "$(why "$status" "strata-topo --json")"
+  elif [ "${seen%% *}" = "$ngpu" ] && [ "${seen##* }" = "ok" ]; then
+    record "strata-topo" "PASS" "$seen (text: $(logOf strata-topo))"
+  else
+    record "strata-topo" "FAIL" "nvidia-smi lists $ngpu GPU(s); strata-topo: $seen"
+  fi
+fi
+
 # --- nccl-tests, built against strata -----------------------------------------
 ntests=$root/third_party/nccl-tests
 ntbin=$build/nccl-tests

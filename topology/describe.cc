@@ -5,6 +5,8 @@
 #include <set>
 #include <type_traits>
 
+#include "gpus.h"
+
 namespace strata::topo {
 namespace {
 
@@ -88,6 +90,41 @@ std::string devicesJson(const std::vector<IoDevice>& devices) {
   return out + "]";
 }
 
+// nvidia-smi topo -m's matrix: X on the diagonal, the link class elsewhere.
+std::string gpuLinkText(const Machine& m, int a, int b) {
+  return a == b ? "X" : linkText(gpuLink(m, a, b), nvlinkLanes(m, a, b));
+}
+
+std::string gpuLinkMatrix(const Machine& m) {
+  const int n = static_cast<int>(m.gpus.size());
+  std::string out = "  gpu links (nvlink: " + m.nvlinkSource + "):\n      ";
+  char cell[16];
+  for (int b = 0; b < n; ++b) {
+    std::snprintf(cell, sizeof(cell), "%6d", b);
+    out += cell;
+  }
+  for (int a = 0; a < n; ++a) {
+    std::snprintf(cell, sizeof(cell), "\n  %4d", a);
+    out += cell;
+    for (int b = 0; b < n; ++b) {
+      std::snprintf(cell, sizeof(cell), "%6s", gpuLinkText(m, a, b).c_str());
+      out += cell;
+    }
+  }
+  return out + "\n";
+}
+
+std::string gpuLinksJson(const Machine& m) {
+  const int n = static_cast<int>(m.gpus.size());
+  std::string out = "[";
+  for (int a = 0; a < n; ++a) {
+    std::vector<std::string> row;
+    for (int b = 0; b < n; ++b) row.push_back(gpuLinkText(m, a, b));
+    out += (a ? "," : "") + jsonArray(row);
+  }
+  return out + "]";
+}
+
 }  // namespace
 
 std::string jsonQuote(const std::string& text) {
@@ -144,6 +181,11 @@ std::string describeTree(const Hierarchy& h, const std::vector<HostInfo>& all) {
       for (int r : socket.ranks) out += " " + std::to_string(r);
       if (socket.package < 0) out += " (cpus span packages, or the package is unknown)";
       out += "\n";
+      for (const GpuGroup& gpu : socket.gpus) {
+        out += "      gpu " + gpu.busId + ":" + (gpu.ranks.size() == 1 ? " rank" : " ranks");
+        for (int r : gpu.ranks) out += " " + std::to_string(r);
+        out += "\n";
+      }
     }
   }
   return out;
@@ -159,9 +201,14 @@ std::string describeJson(const Hierarchy& h, const std::vector<HostInfo>& all) {
            ",\"packages\":" + std::to_string(host.packages) + ",\"numaNodes\":" + std::to_string(host.numaNodes) +
            ",\"cores\":" + std::to_string(host.cores) + ",\"pus\":" + std::to_string(host.pus) +
            ",\"nics\":" + jsonArray(node.nics) + ",\"ranks\":" + jsonArray(node.ranks) + ",\"sockets\":[";
-    for (size_t s = 0; s < node.sockets.size(); ++s)
+    for (size_t s = 0; s < node.sockets.size(); ++s) {
       out += std::string(s ? "," : "") + "{\"package\":" + std::to_string(node.sockets[s].package) +
-             ",\"ranks\":" + jsonArray(node.sockets[s].ranks) + "}";
+             ",\"ranks\":" + jsonArray(node.sockets[s].ranks) + ",\"gpus\":[";
+      for (size_t g = 0; g < node.sockets[s].gpus.size(); ++g)
+        out += std::string(g ? "," : "") + "{\"busId\":" + jsonQuote(node.sockets[s].gpus[g].busId) +
+               ",\"ranks\":" + jsonArray(node.sockets[s].gpus[g].ranks) + "}";
+      out += "]}";
+    }
     out += "]}";
   }
   out += "],\"ranks\":[";
@@ -172,7 +219,8 @@ std::string describeJson(const Hierarchy& h, const std::vector<HostInfo>& all) {
            ",\"socket\":" + std::to_string(h.socketOf[r]) + ",\"package\":" + std::to_string(host.package) +
            ",\"numaNode\":" + std::to_string(host.numaNode) + ",\"cpusAllowed\":" +
            std::to_string(host.cpusAllowed) + ",\"nic\":" + jsonQuote(field(host.nic, kNicNameBytes)) +
-           ",\"rdma\":" + jsonQuote(field(host.rdma, sizeof(host.rdma))) + ",\"pid\":" + std::to_string(host.pid) + "}";
+           ",\"rdma\":" + jsonQuote(field(host.rdma, sizeof(host.rdma))) + ",\"gpu\":" + jsonQuote(gpuKey(host)) +
+           ",\"pid\":" + std::to_string(host.pid) + "}";
   }
   return out + "]}";
 }
@@ -196,6 +244,7 @@ std::string describeMachine(const TopologyProbe& probe) {
   out += "  nics: " + devicesText(m.nics) + "\n";
   out += "  rdma: " + devicesText(m.rdma) + "\n";
   out += "  gpus: " + devicesText(m.gpus) + "\n";
+  if (m.gpus.size() > 1) out += gpuLinkMatrix(m);
   if (m.numaDistances.empty()) {
     out += "  NUMA distances: none reported\n";
   } else {
@@ -231,7 +280,8 @@ std::string describeMachineJson(const TopologyProbe& probe) {
          ",\"pus\":" + std::to_string(m.pus) + ",\"l1dBytes\":" + std::to_string(m.l1dBytes) +
          ",\"l2Bytes\":" + std::to_string(m.l2Bytes) + ",\"l3BytesPerPackage\":" + jsonArray(m.l3BytesPerPackage) +
          ",\"nics\":" + devicesJson(m.nics) + ",\"rdma\":" + devicesJson(m.rdma) + ",\"gpus\":" +
-         devicesJson(m.gpus) + ",\"numaDistances\":" + jsonArray(m.numaDistances) + ",\"placement\":{\"cpus\":" +
+         devicesJson(m.gpus) + ",\"gpuLinks\":" + gpuLinksJson(m) + ",\"nvlinkSource\":" + jsonQuote(m.nvlinkSource) +
+         ",\"numaDistances\":" + jsonArray(m.numaDistances) + ",\"placement\":{\"cpus\":" +
          jsonQuote(p.cpus) + ",\"fromTopoCpus\":" + (p.fromTopoCpus ? "true" : "false") + ",\"package\":" +
          std::to_string(p.package) + ",\"numa\":" + std::to_string(p.numa) + ",\"nic\":" + jsonQuote(p.nic) + "}}";
 }

@@ -7,6 +7,18 @@
 namespace strata::topo {
 namespace {
 
+// Groups a socket's ranks by GPU, in ascending bus id.
+void buildGpuGroups(const std::vector<HostInfo>& all, Socket& socket) {
+  for (int r : socket.ranks) {
+    const std::string busId = gpuKey(all[r]);
+    if (busId.empty()) continue;
+    auto at = std::lower_bound(socket.gpus.begin(), socket.gpus.end(), busId,
+                               [](const GpuGroup& g, const std::string& id) { return g.busId < id; });
+    if (at == socket.gpus.end() || at->busId != busId) at = socket.gpus.insert(at, {busId, {}});
+    at->ranks.push_back(r);
+  }
+}
+
 // Splits a node's ranks by package, in ascending package with -1 last.
 void buildSockets(const std::vector<HostInfo>& all, Node& node, std::vector<int>& socketOf) {
   std::vector<int> packages;
@@ -15,13 +27,14 @@ void buildSockets(const std::vector<HostInfo>& all, Node& node, std::vector<int>
     return static_cast<unsigned>(a) < static_cast<unsigned>(b);  // -1 sorts last
   });
   packages.erase(std::unique(packages.begin(), packages.end()), packages.end());
-  for (int p : packages) node.sockets.push_back({p, {}});
+  for (int p : packages) node.sockets.push_back({p, {}, {}});
   for (int r : node.ranks) {
     const int p = all[r].package < 0 ? -1 : all[r].package;
     const auto at = std::find(packages.begin(), packages.end(), p) - packages.begin();
     socketOf[r] = static_cast<int>(at);
     node.sockets[at].ranks.push_back(r);
   }
+  for (Socket& socket : node.sockets) buildGpuGroups(all, socket);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The job's hierarchy as every rank sees it after the bootstrap: cluster >
-// node (host) > socket (package) > rank. Built from every rank's HostInfo
+// node (host) > socket (package) > GPU > rank. Built from every rank's HostInfo
 // alone, so all ranks build the same one without talking further. Algorithms
 // read it to keep traffic inside a node, or a socket, where they can.
 #pragma once
@@ -11,11 +11,18 @@
 
 namespace strata::topo {
 
+// A socket's ranks using one GPU (several ranks may share one).
+struct GpuGroup {
+  std::string busId;       // HostInfo::gpu
+  std::vector<int> ranks;  // ascending
+};
+
 // A node's ranks bound within one package. Package -1 gathers the ranks
 // whose cpus span several packages or whose package is unknown.
 struct Socket {
   int package;
-  std::vector<int> ranks;  // ascending
+  std::vector<int> ranks;      // ascending
+  std::vector<GpuGroup> gpus;  // by bus id; ranks without a GPU are in none
 };
 
 struct Node {

@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
+#include "cuda_seam.h"
+#include "gpus.h"
 #include "hwloc_probe.h"
 #include "log.h"
 #include "params.h"
@@ -42,6 +45,26 @@ int cpusAllowed(uint64_t* mask) {
   return CPU_COUNT(&set);
 }
 
+// The rank's GPU as a bus id: STRATA_TOPO_GPU (an index into the
+// topology's GPUs, or a bus id), else CUDA's current device, else none.
+std::string rankGpu(const Machine& m) {
+  const std::string& forced = params::topoGpu();
+  if (!forced.empty()) {
+    char* end = nullptr;
+    const long index = std::strtol(forced.c_str(), &end, 10);
+    const std::string busId = normalizeBusId(forced);
+    if (end != forced.c_str() && *end == '\0' && index >= 0 && index < static_cast<long>(m.gpus.size()))
+      return m.gpus[index].pciBusId;
+    if (!busId.empty()) return busId;  // a GPU hwloc does not show is the rank's all the same
+    STRATA_WARN(TOPO, "STRATA_TOPO_GPU='%s' is neither a PCI bus id nor the index of one of the %zu GPUs of %s; "
+                "using CUDA's current device", forced.c_str(), m.gpus.size(), m.source.c_str());
+  }
+  const int device = gpu::currentDevice();
+  for (const gpu::DeviceInfo& d : gpu::runtime().devices)
+    if (d.index == device) return normalizeBusId(d.pciBusId);
+  return "";
+}
+
 }  // namespace
 
 HostInfo probeHost() {
@@ -73,10 +96,11 @@ HostInfo probeHost() {
   info.cores = m.cores;
   info.pus = m.pus;
   std::snprintf(info.nic, sizeof(info.nic), "%s", p.nic.c_str());
+  std::snprintf(info.gpu, sizeof(info.gpu), "%s", rankGpu(m).c_str());
   STRATA_INFO(TOPO, "host id '%s', %d cores in the affinity mask; %s: %d packages, %d NUMA nodes, "
-              "%d cores, %d PUs; cpus %s%s in package %d, NUMA node %d, nearest nic '%s'",
+              "%d cores, %d PUs; cpus %s%s in package %d, NUMA node %d, nearest nic '%s', gpu '%s'",
               info.hostId, info.cpusAllowed, m.source.c_str(), m.packages, m.numaNodes, m.cores, m.pus,
-              p.cpus.c_str(), p.fromTopoCpus ? " (STRATA_TOPO_CPUS)" : "", p.package, p.numa, info.nic);
+              p.cpus.c_str(), p.fromTopoCpus ? " (STRATA_TOPO_CPUS)" : "", p.package, p.numa, info.nic, info.gpu);
   return info;
 }
 
@@ -103,7 +127,10 @@ void sanitizeWire(HostInfo* h) {
   h->hostname[sizeof(h->hostname) - 1] = '\0';
   h->nic[sizeof(h->nic) - 1] = '\0';
   h->rdma[sizeof(h->rdma) - 1] = '\0';
+  h->gpu[sizeof(h->gpu) - 1] = '\0';
 }
+
+std::string gpuKey(const HostInfo& h) { return std::string(h.gpu, strnlen(h.gpu, kBusIdBytes)); }
 
 std::string hostKey(const HostInfo& h) { return std::string(h.hostId, strnlen(h.hostId, kHostIdBytes)); }
 

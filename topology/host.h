@@ -18,6 +18,7 @@ namespace strata::topo {
 constexpr size_t kHostIdBytes = 64;
 constexpr int kCpuMaskWords = 16;  // cores 0..1023; more are not counted
 constexpr size_t kNicNameBytes = 16;  // IFNAMSIZ
+constexpr size_t kBusIdBytes = 24;    // "dddddddd:bb:dd.f" and its NUL
 
 struct HostInfo {
   // hostname, kernel boot id and network namespace inode, or STRATA_HOSTID.
@@ -47,6 +48,9 @@ struct HostInfo {
   // The RDMA device and port ("mlx5_0:1") this rank's ib transport uses;
   // empty if it has none (Transport::describeSelf fills it).
   char rdma[32];
+  // The PCI bus id ("0000:3b:00.0") of the rank's GPU: STRATA_TOPO_GPU, else
+  // CUDA's current device at init; empty without one.
+  char gpu[kBusIdBytes];
 };
 
 HostInfo probeHost();
@@ -63,6 +67,9 @@ std::vector<int> maskCpus(const HostInfo& h);
 bool sameHost(const HostInfo& a, const HostInfo& b);
 // The host id as a string: equal for two HostInfos exactly when sameHost.
 std::string hostKey(const HostInfo& h);
+
+// The GPU's bus id as a string ("" without one).
+std::string gpuKey(const HostInfo& h);
 
 // The machine id as a string.
 std::string machineKey(const HostInfo& h);

@@ -8,11 +8,31 @@
 #include <functional>
 #include <mutex>
 
+#include "gpus.h"
+#include "hwloc_places.h"
 #include "log.h"
 #include "params.h"
 #include "status.h"
 
 namespace strata::topo {
+
+int containing(hwloc_topology_t t, hwloc_obj_type_t type, hwloc_const_cpuset_t set) {
+  if (hwloc_bitmap_iszero(set)) return -1;
+  int found = -1;
+  const int n = hwloc_get_nbobjs_by_type(t, type);
+  for (int i = 0; i < n; ++i) {
+    hwloc_obj_t o = hwloc_get_obj_by_type(t, type, i);
+    if (!o->cpuset || !hwloc_bitmap_isincluded(set, o->cpuset)) continue;
+    if (found >= 0) return -1;
+    found = static_cast<int>(o->logical_index);
+  }
+  return found;
+}
+
+hwloc_const_cpuset_t locality(hwloc_topology_t t, hwloc_obj_t io) {
+  return hwloc_get_non_io_ancestor_obj(t, io)->cpuset;
+}
+
 namespace {
 
 constexpr long kMaxCpu = 1 << 20;  // far above any machine; bounds the bitmap
@@ -66,26 +86,6 @@ hwloc_topology_t loadTopology(const std::string& file, const std::string& synthe
   return t;
 }
 
-// The logical index of the one object of `type` whose cpus include all of
-// `set`; -1 when none or several do (or the set is empty).
-int containing(hwloc_topology_t t, hwloc_obj_type_t type, hwloc_const_cpuset_t set) {
-  if (hwloc_bitmap_iszero(set)) return -1;
-  int found = -1;
-  const int n = hwloc_get_nbobjs_by_type(t, type);
-  for (int i = 0; i < n; ++i) {
-    hwloc_obj_t o = hwloc_get_obj_by_type(t, type, i);
-    if (!o->cpuset || !hwloc_bitmap_isincluded(set, o->cpuset)) continue;
-    if (found >= 0) return -1;
-    found = static_cast<int>(o->logical_index);
-  }
-  return found;
-}
-
-// The cpus an I/O device is close to: those of its first non-I/O ancestor.
-hwloc_const_cpuset_t locality(hwloc_topology_t t, hwloc_obj_t dev) {
-  return hwloc_get_non_io_ancestor_obj(t, dev)->cpuset;
-}
-
 IoDevice describeDevice(hwloc_topology_t t, hwloc_obj_t dev) {
   IoDevice d;
   d.name = dev->name ? dev->name : "";
@@ -101,7 +101,7 @@ IoDevice describeDevice(hwloc_topology_t t, hwloc_obj_t dev) {
   return d;
 }
 
-Machine describeMachine(hwloc_topology_t t) {
+Machine describeMachine(hwloc_topology_t t, const std::string& nvlinkSpec) {
   Machine m;
   m.packages = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE);
   m.numaNodes = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
@@ -126,11 +126,10 @@ Machine describeMachine(hwloc_topology_t t) {
     switch (dev->attr->osdev.type) {
       case HWLOC_OBJ_OSDEV_NETWORK: m.nics.push_back(describeDevice(t, dev)); break;
       case HWLOC_OBJ_OSDEV_OPENFABRICS: m.rdma.push_back(describeDevice(t, dev)); break;
-      case HWLOC_OBJ_OSDEV_GPU:
-      case HWLOC_OBJ_OSDEV_COPROC: m.gpus.push_back(describeDevice(t, dev)); break;
       default: break;
     }
   }
+  probeGpus(t, nvlinkSpec, &m);
 
   unsigned nr = 1;
   hwloc_distances_s* dist = nullptr;
@@ -252,7 +251,7 @@ Placement place(hwloc_topology_t t, const std::string& topoCpus, const std::vect
 struct Cache {
   std::mutex mutex;
   bool loaded = false;
-  std::string file, synthetic;  // what it was loaded for
+  std::string file, synthetic, nvlink;  // what it was loaded for
   hwloc_topology_t topology = nullptr;
   Machine machine;
 };
@@ -264,17 +263,19 @@ TopologyProbe probeTopology(const std::vector<int>& affinity) {
   std::lock_guard<std::mutex> lock(cache->mutex);
   const std::string& file = params::topoFile();
   const std::string& synthetic = params::topoSynthetic();
-  if (!cache->loaded || cache->file != file || cache->synthetic != synthetic) {
+  const std::string& nvlink = params::topoNvlink();
+  if (!cache->loaded || cache->file != file || cache->synthetic != synthetic || cache->nvlink != nvlink) {
     // The old topology goes after the new one is loaded: hwloc unloads its
     // plugins with the last topology, and loading them again is slow.
     hwloc_topology_t old = cache->topology;
     std::string source = "unavailable";
     cache->topology = loadTopology(file, synthetic, &source);
     if (old) hwloc_topology_destroy(old);
-    cache->machine = cache->topology ? describeMachine(cache->topology) : Machine();
+    cache->machine = cache->topology ? describeMachine(cache->topology, nvlink) : Machine();
     cache->machine.source = source;
     cache->file = file;
     cache->synthetic = synthetic;
+    cache->nvlink = nvlink;
     cache->loaded = true;
   }
   TopologyProbe probe;

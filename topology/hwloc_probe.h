@@ -28,6 +28,19 @@ struct IoDevice {
   int numa = -1;        // likewise for NUMA nodes
 };
 
+// How two GPUs of one machine reach each other, nearest first: the classes
+// of nvidia-smi topo -m's legend (NCCL's path types follow them too).
+enum class GpuLink : uint8_t {
+  Same,     // one GPU (ranks sharing it)
+  NVLink,   // NVLink lanes, directly or through NVSwitches
+  Pix,      // within one PCIe switch
+  Pxb,      // across several PCIe switches, not through a CPU
+  Phb,      // through one CPU's PCIe host bridge
+  Node,     // between host bridges of one package
+  Sys,      // across packages, over the SMP interconnect
+  Unknown,  // one of them is not in the topology
+};
+
 struct Machine {
   std::string source;  // "this machine", "synthetic '...'", "file '...'"
   int packages = 0;
@@ -39,7 +52,12 @@ struct Machine {
   uint64_t l1dBytes = 0;
   std::vector<IoDevice> nics;  // network interfaces (hwloc network os devices)
   std::vector<IoDevice> rdma;  // InfiniBand / RoCE devices (OpenFabrics os devices)
-  std::vector<IoDevice> gpus;  // GPU and co-processor os devices (CUDA, NVML, DRM, ...)
+  // GPUs, one per PCI device (gpus.h says what counts): name lists hwloc's os
+  // devices on it ("cuda0,nvml0") or is "[vendor:device]" without them.
+  std::vector<IoDevice> gpus;
+  std::vector<GpuLink> gpuLinks;  // gpus x gpus, row-major
+  std::vector<int> nvlinks;       // gpus x gpus: NVLink lanes between the two (0: none)
+  std::string nvlinkSource;       // "NVML", "STRATA_TOPO_NVLINK", or why neither gave any
   // numaNodes x numaNodes, row-major, relative latencies as the OS reports
   // them (10 = local); empty when hwloc has no matrix.
   std::vector<uint64_t> numaDistances;

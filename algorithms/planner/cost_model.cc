@@ -1,29 +1,8 @@
 #include "cost_model.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
 
 namespace strata {
-
-Status parseLinkCost(const std::string& text, const char* var, LinkCost* out) {
-  char* end = nullptr;
-  const char* s = text.c_str();
-  double lat = std::strtod(s, &end);
-  double bw = 0;
-  bool ok = end != s && *end == ',';
-  if (ok) {
-    const char* b = end + 1;
-    bw = std::strtod(b, &end);
-    ok = end != b && *end == '\0' && lat >= 0 && bw > 0 && std::isfinite(lat) && std::isfinite(bw);
-  }
-  if (!ok)
-    return makeErrorQuiet(STRATA_ERR_INVALID_ARGUMENT,
-                          "%s='%s' is not 'latency_us,GB/s' (two numbers, latency >= 0, bandwidth > 0)",
-                          var, text.c_str());
-  *out = {lat, bw};
-  return Status::ok();
-}
 
 int CostView::mostPerNode() const {
   if (!shape.layout) return shape.nranks;

@@ -8,24 +8,16 @@
 
 #include <string>
 
+#include "link_cost.h"
 #include "plan.h"
 #include "status.h"
 
 namespace strata {
 
-struct LinkCost {
-  double latencyUs;  // per hop
-  double gbps;       // GB/s one way
-  double us(double bytes) const { return latencyUs + bytes / (gbps * 1e3); }
-};
-
 struct CostModel {
   LinkCost shm;  // between ranks of a node
   LinkCost net;  // between nodes (per node: its ranks share it)
 };
-
-// Parses "latency_us,GB/s" (e.g. "30,1.2"); `var` names the variable in errors.
-Status parseLinkCost(const std::string& text, const char* var, LinkCost* out);
 
 // With more than one round each way, an algorithm whose rounds wait for
 // their whole range before the next starts (halving-doubling, the

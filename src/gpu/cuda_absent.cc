@@ -36,6 +36,8 @@ Status allocPinned(size_t bytes, void** /*out*/) {
 
 void freePinned(void*) {}
 
+int currentDevice() { return -1; }
+
 Status allocDevice(size_t bytes, void** /*out*/) {
   return makeErrorQuiet(STRATA_ERR_CUDA, "cannot allocate %zu bytes of GPU memory: %s", bytes, kWhy);
 }

@@ -306,6 +306,14 @@ void freePinned(void* ptr) {
   }
 }
 
+int currentDevice() {
+  if (!runtime().usable) return -1;
+  int device = -1;
+  if (cudaGetDevice(&device) == cudaSuccess) return device;
+  cudaGetLastError();
+  return -1;
+}
+
 Status allocDevice(size_t bytes, void** out) {
   if (!runtime().usable) return notUsable("allocating GPU memory");
   void* ptr = nullptr;

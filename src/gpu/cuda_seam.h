@@ -81,6 +81,10 @@ std::unique_ptr<StreamLane> cudaLane(void* stream);
 Status allocPinned(size_t bytes, void** out);
 void freePinned(void* ptr);
 
+// The calling thread's current CUDA device (cudaGetDevice: the rank's GPU,
+// as NCCL takes it at init); -1 when CUDA is not usable. Creates no context.
+int currentDevice();
+
 // Device memory for ncclMemAlloc / strata_mem_alloc, on the current device.
 Status allocDevice(size_t bytes, void** out);
 Status freeDevice(void* ptr);
