@@ -47,4 +47,28 @@ Status freeDevice(void* ptr) {
   return makeErrorQuiet(STRATA_ERR_CUDA, "ptr=%p cannot be GPU memory from strata: %s", ptr, kWhy);
 }
 
+Status ipcExport(void* devicePtr, IpcHandle*) {
+  return makeErrorQuiet(STRATA_ERR_CUDA, "cannot share GPU memory %p: %s", devicePtr, kWhy);
+}
+
+Status ipcOpen(const IpcHandle&, void**) {
+  return makeErrorQuiet(STRATA_ERR_CUDA, "cannot map a peer's GPU memory: %s", kWhy);
+}
+
+void ipcClose(void*) {}
+
+Status registerHost(void* ptr, size_t bytes) {
+  return makeErrorQuiet(STRATA_ERR_CUDA, "cannot pin %zu bytes at %p for the GPU: %s", bytes, ptr, kWhy);
+}
+
+void unregisterHost(void*) {}
+
+Status createStream(void**) { return makeErrorQuiet(STRATA_ERR_CUDA, "cannot create a CUDA stream: %s", kWhy); }
+
+void destroyStream(void*) {}
+
+Status synchronize(void* stream) {
+  return makeErrorQuiet(STRATA_ERR_CUDA, "cannot synchronize stream %p: %s", stream, kWhy);
+}
+
 }  // namespace strata::gpu

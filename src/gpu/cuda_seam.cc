@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 
 #include "log.h"
 #include "stream_wait.h"
@@ -337,6 +338,89 @@ Status freeDevice(void* ptr) {
   cudaGetLastError();
   return STRATA_ERROR(STRATA_ERR_CUDA, "cudaFree(ptr=%p): %s; pass a pointer from strata_mem_alloc", ptr,
                       errorText(err).c_str());
+}
+
+static_assert(sizeof(IpcHandle) == sizeof(cudaIpcMemHandle_t));
+
+Status ipcExport(void* devicePtr, IpcHandle* out) {
+  if (!runtime().usable) return notUsable("sharing GPU memory");
+  cudaIpcMemHandle_t handle;
+  cudaError_t err = cudaIpcGetMemHandle(&handle, devicePtr);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return STRATA_ERROR(STRATA_ERR_CUDA, "cudaIpcGetMemHandle(%p): %s", devicePtr, errorText(err).c_str());
+  }
+  std::memcpy(out->bytes, &handle, sizeof(handle));
+  return Status::ok();
+}
+
+Status ipcOpen(const IpcHandle& handle, void** out) {
+  if (!runtime().usable) return notUsable("mapping a peer's GPU memory");
+  cudaIpcMemHandle_t h;
+  std::memcpy(&h, handle.bytes, sizeof(h));
+  cudaError_t err = cudaIpcOpenMemHandle(out, h, cudaIpcMemLazyEnablePeerAccess);
+  if (err == cudaSuccess) return Status::ok();
+  cudaGetLastError();
+  return makeErrorQuiet(STRATA_ERR_CUDA, "cudaIpcOpenMemHandle: %s", errorText(err).c_str());
+}
+
+void ipcClose(void* ptr) {
+  if (!ptr) return;
+  cudaError_t err = cudaIpcCloseMemHandle(ptr);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    STRATA_WARN(NET, "cudaIpcCloseMemHandle(%p): %s", ptr, errorText(err).c_str());
+  }
+}
+
+Status registerHost(void* ptr, size_t bytes) {
+  if (!runtime().usable) return notUsable("pinning shared memory for the GPU");
+  int device = 0, hostPointers = 0;
+  cudaGetDevice(&device);
+  // Without it a stream would need another address for the same flag
+  // (cudaHostGetDevicePointer); every 64-bit Linux GPU strata supports has it.
+  if (cudaDeviceGetAttribute(&hostPointers, cudaDevAttrCanUseHostPointerForRegisteredMem, device) != cudaSuccess ||
+      !hostPointers) {
+    cudaGetLastError();
+    return makeErrorQuiet(STRATA_ERR_CUDA, "CUDA device %d cannot use host pointers to registered memory", device);
+  }
+  cudaError_t err = cudaHostRegister(ptr, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
+  if (err == cudaSuccess) return Status::ok();
+  cudaGetLastError();
+  return makeErrorQuiet(STRATA_ERR_CUDA, "cudaHostRegister(%p, %zu bytes, mapped | portable): %s", ptr, bytes,
+                        errorText(err).c_str());
+}
+
+void unregisterHost(void* ptr) {
+  if (!ptr) return;
+  cudaError_t err = cudaHostUnregister(ptr);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    STRATA_WARN(NET, "cudaHostUnregister(%p): %s", ptr, errorText(err).c_str());
+  }
+}
+
+Status createStream(void** out) {
+  if (!runtime().usable) return notUsable("creating a stream");
+  cudaStream_t stream = nullptr;
+  cudaError_t err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return STRATA_ERROR(STRATA_ERR_CUDA, "cudaStreamCreateWithFlags(non-blocking): %s", errorText(err).c_str());
+  }
+  *out = stream;
+  return Status::ok();
+}
+
+void destroyStream(void* stream) {
+  if (stream && cudaStreamDestroy(static_cast<cudaStream_t>(stream)) != cudaSuccess) cudaGetLastError();
+}
+
+Status synchronize(void* stream) {
+  cudaError_t err = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+  if (err == cudaSuccess) return Status::ok();
+  cudaGetLastError();
+  return STRATA_ERROR(STRATA_ERR_CUDA, "cudaStreamSynchronize(%p): %s", stream, errorText(err).c_str());
 }
 
 }  // namespace strata::gpu

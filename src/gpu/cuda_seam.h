@@ -89,4 +89,31 @@ int currentDevice();
 Status allocDevice(size_t bytes, void** out);
 Status freeDevice(void* ptr);
 
+// --- Memory shared between the processes of one host (transports/cuda) ---
+
+// A CUDA IPC handle (cudaIpcMemHandle_t): device memory that another process
+// of this host maps by value.
+struct IpcHandle {
+  unsigned char bytes[64];
+};
+// The handle of memory from allocDevice (the start of an allocation).
+Status ipcExport(void* devicePtr, IpcHandle* out);
+// Maps a peer's device memory, enabling peer access on the way. Fails where
+// the two devices cannot reach each other, IPC is not permitted (a container
+// without it), or the exporting process is gone; the error has CUDA's words.
+Status ipcOpen(const IpcHandle& handle, void** out);
+void ipcClose(void* ptr);
+
+// Pins host memory (a shared segment) and maps it for the device at its own
+// address, so that streams can signal and wait on flags in it (StreamLane).
+// Fails where the device cannot use host pointers to registered memory.
+Status registerHost(void* ptr, size_t bytes);
+void unregisterHost(void* ptr);
+
+// A stream of strata's own, which does not wait for the legacy default stream.
+Status createStream(void** out);
+void destroyStream(void* stream);
+// Waits until everything on `stream` has run (setup and tests only).
+Status synchronize(void* stream);
+
 }  // namespace strata::gpu

@@ -700,5 +700,6 @@ INSTANTIATE_TEST_SUITE_P(shm, Conformance, ::testing::Values(TransportUnderTest{
 INSTANTIATE_TEST_SUITE_P(tcp, Conformance, ::testing::Values(TransportUnderTest{"tcp", Flow::Buffered}), paramName);
 INSTANTIATE_TEST_SUITE_P(ucx, Conformance, ::testing::Values(TransportUnderTest{"ucx", Flow::Unbounded}), paramName);
 INSTANTIATE_TEST_SUITE_P(ib, Conformance, ::testing::Values(TransportUnderTest{"ib", Flow::Credits}), paramName);
+INSTANTIATE_TEST_SUITE_P(cuda, Conformance, ::testing::Values(TransportUnderTest{"cuda", Flow::Credits}), paramName);
 
 }  // namespace strata::test

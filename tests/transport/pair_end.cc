@@ -4,12 +4,15 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <type_traits>
 
 #include "clock.h"
+#include "cuda_seam.h"
 #include "host.h"
+#include "transport_factories.h"
 #include "socket.h"
 
 namespace strata::test {
@@ -30,6 +33,11 @@ std::unique_ptr<PairEnd> PairEnd::connect(const std::string& transport, std::uni
   const int peer = end->peer();
   topo::HostInfo self = topo::probeHost();
   end->transports_ = makeTransports(&self);
+  // Not among makeTransports() (its slots are GPU memory): built on request.
+  if (transport == "cuda") {
+    end->transports_.push_back(makeCudaTransport());
+    end->transports_.back()->describeSelf(&self);
+  }
   Transport* chosen = nullptr;
   std::string built;
   for (auto& t : end->transports_) {
@@ -49,6 +57,10 @@ std::unique_ptr<PairEnd> PairEnd::connect(const std::string& transport, std::uni
   if (!both[0] || !both[1]) {
     if (!chosen)
       rep.skip("%s is not built into this library (built: %s)", transport.c_str(), built.c_str());
+    else if (transport == "cuda")
+      rep.skip("cuda cannot connect the two ranks here: %s",
+               gpu::runtime().usable ? "the topology's cost model stages between their GPUs (strata-topo says why)"
+                                     : ("no usable GPU: " + gpu::runtime().why).c_str());
     else
       rep.skip("%s cannot connect rank 0 (host %s, RDMA device '%s') and rank 1 (host %s, RDMA device '%s') here",
                transport.c_str(), hosts[0].hostname, hosts[0].rdma, hosts[1].hostname, hosts[1].rdma);
@@ -186,22 +198,60 @@ bool PairEnd::trySend(int channel, uint64_t m, size_t bytes, Reporter& rep) {
     return false;
   }
   if (!slot) return false;
-  fillMessage(slot, bytes, outgoing(channel), m);
+  if (void* stream = send(channel).deviceStream()) {
+    // GPU memory: the bytes go in by a copy on the connector's stream.
+    staging_.resize(std::max<size_t>(bytes, 1));
+    fillMessage(staging_.data(), bytes, outgoing(channel), m);
+    Status s = onStream(stream, slot, staging_.data(), bytes);
+    if (!s.isOk()) {
+      rep.fail("rank %d: copying message %llu into its slot: %s", rank(), (unsigned long long)m, describe(s).c_str());
+      return false;
+    }
+  } else {
+    fillMessage(slot, bytes, outgoing(channel), m);
+  }
   publish(channel, bytes, tagOf(outgoing(channel), m));
   return true;
+}
+
+const void* PairEnd::readable(int channel, const void* slot, size_t bytes, Reporter& rep) {
+  void* stream = recv(channel).deviceStream();
+  if (!stream || !slot) return slot;
+  // GPU memory: read through a copy on the connector's stream.
+  landed_.resize(std::max<size_t>(bytes, 1));
+  Status s = onStream(stream, landed_.data(), slot, bytes);
+  if (!s.isOk()) {
+    rep.fail("rank %d: copying a received slot out: %s", rank(), describe(s).c_str());
+    return nullptr;
+  }
+  return landed_.data();
+}
+
+Status PairEnd::onStream(void* stream, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return Status::ok();
+  std::unique_ptr<gpu::StreamLane> lane = gpu::cudaLane(stream);
+  STRATA_CHECK(lane->copy(dst, src, bytes));
+  return gpu::synchronize(stream);
 }
 
 int PairEnd::tryReceive(int channel, uint64_t m, size_t bytes, Reporter& rep) {
   size_t got = 0;
   SlotTag tag{};
-  const void* data = peek(channel, &got, &tag);
+  const void* slot = peek(channel, &got, &tag);
+  if (slot && got > slotBytes()) {
+    rep.fail("rank %d: peek() says a slot holds %zu bytes, more than the %zu a slot has", rank(), got, slotBytes());
+    return -1;
+  }
+  const void* data = readable(channel, slot, got, rep);
+  if (rep.failed()) return -1;
   if (!data) return 0;
   std::string bad = checkMessage(data, got, tag, incoming(channel), m, bytes);
   if (bad.empty()) {
     // peek() only looks: a second look before release() sees the same message.
     size_t again = 0;
     SlotTag tagAgain{};
-    const void* dataAgain = peek(channel, &again, &tagAgain);
+    const void* dataAgain = readable(channel, peek(channel, &again, &tagAgain), std::min(again, slotBytes()), rep);
+    if (rep.failed()) return -1;
     bad = dataAgain ? checkMessage(dataAgain, again, tagAgain, incoming(channel), m, bytes) : "nothing";
     if (!bad.empty()) bad = "on a second peek() before release(): " + bad;
   }

@@ -109,6 +109,10 @@ class PairEnd {
   PairEnd(std::unique_ptr<PairOob> oob, const PairOptions& options) : oob_(std::move(oob)), options_(options) {}
   template <typename Call>
   auto timed(const char* name, Call call);
+  // A peeked slot as host memory: itself, or (GPU memory) a copy of it.
+  const void* readable(int channel, const void* slot, size_t bytes, Reporter& rep);
+  // dst <- src by a copy on `stream`, waited for.
+  static Status onStream(void* stream, void* dst, const void* src, size_t bytes);
 
   std::unique_ptr<PairOob> oob_;
   PairOptions options_;
@@ -118,6 +122,7 @@ class PairEnd {
   Connections connections_;
   double slowest_ = 0;
   const char* slowestCall_ = "none";
+  std::vector<char> staging_, landed_;  // host copies of GPU slots (deviceStream())
 };
 
 // "remote error: <message>", for failure messages.

@@ -53,6 +53,12 @@ class Connector {
   // connector can move again: readable for receivers, writable for senders
   // with unsent bytes. None for memory transports.
   virtual void addPollFds(std::vector<pollfd>& /*out*/) const {}
+
+  // Connectors whose slots are GPU memory (the cuda transport): the CUDA
+  // stream their slots are ordered on. The slot acquire() or peek() returns
+  // is written, or read, by work enqueued on this stream before publish()
+  // or release(), never by the host. Null for host-memory slots.
+  virtual void* deviceStream() const { return nullptr; }
 };
 
 class SendConnector : public Connector {

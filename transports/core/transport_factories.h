@@ -15,5 +15,8 @@ std::unique_ptr<Transport> makeShmTransport();
 std::unique_ptr<Transport> makeTcpTransport();
 std::unique_ptr<Transport> makeIbTransport();
 std::unique_ptr<Transport> makeUcxTransport();
+// Not among makeTransports(): its slots are GPU memory, which the executor
+// reaches only through a device-memory path (transports/cuda/README.md).
+std::unique_ptr<Transport> makeCudaTransport();
 
 }  // namespace strata

@@ -5,25 +5,13 @@
 #include <string>
 
 #include "clock.h"
+#include "host_group.h"
 #include "log.h"
 #include "params.h"
 #include "transport_factories.h"
 
 namespace strata::shm {
 namespace {
-
-// Ranks sharing `rank`'s host, ascending: the FIFO index of a sender in a
-// receiver's segment is its position in the receiver's group.
-std::vector<int> hostGroup(const std::vector<topo::HostInfo>& hosts, int rank) {
-  std::vector<int> group;
-  for (int r = 0; r < static_cast<int>(hosts.size()); ++r)
-    if (topo::sameHost(hosts[r], hosts[rank])) group.push_back(r);
-  return group;
-}
-
-int indexIn(const std::vector<int>& group, int rank) {
-  return static_cast<int>(std::lower_bound(group.begin(), group.end(), rank) - group.begin());
-}
 
 // What a segment's size is made of, in the knobs' terms.
 std::string sizing(const ConnectRequest& req, size_t localRanks, size_t fifoBytes) {

@@ -1,4 +1,5 @@
-// A POSIX shared-memory segment. Its name is unlinked as soon as every peer
+// A POSIX shared-memory segment: the shm transport's FIFOs, and the flags
+// the cuda transport's streams signal through. Its name is unlinked as soon as every peer
 // has mapped it, so nothing is left in /dev/shm when a process dies later;
 // segments orphaned by a process killed during setup are swept by the next
 // communicator created on the host (their names carry the creator's pid and

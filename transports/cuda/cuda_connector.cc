@@ -1,0 +1,80 @@
+#include "cuda_connector.h"
+
+#include "cuda_seam.h"
+#include "log.h"
+
+namespace strata::cuda {
+namespace {
+
+// Messages from count `earlier` to count `later`, modulo 2^32 (the width of
+// the shared counters).
+uint32_t between(uint64_t later, uint64_t earlier) { return static_cast<uint32_t>(later - earlier); }
+
+}  // namespace
+
+ChannelStream::~ChannelStream() {
+  if (!stream) return;
+  Status s = gpu::synchronize(stream);
+  if (!s.isOk()) STRATA_WARN(NET, "finishing a cuda channel's stream: %s", s.message().c_str());
+  lane.reset();
+  gpu::destroyStream(stream);
+}
+
+FifoEnd::FifoEnd(char* host, char* slots, size_t slotBytes, int nslots, std::shared_ptr<PeerWatch> peer,
+                 std::shared_ptr<ChannelStream> stream)
+    : control_(reinterpret_cast<FifoControl*>(host)),
+      headers_(reinterpret_cast<SlotHeader*>(host + sizeof(FifoControl))),
+      slots_(slots),
+      slotBytes_(slotBytes),
+      nslots_(nslots),
+      peer_(std::move(peer)),
+      stream_(std::move(stream)) {}
+
+Status FifoEnd::health() {
+  if (!failed_.isOk()) return failed_;
+  if (control_->aborted.load(std::memory_order_acquire))
+    return makeErrorQuiet(STRATA_ERR_REMOTE, "rank %d failed or aborted the communicator", peer_->rank());
+  return peer_->check();
+}
+
+void FifoEnd::abort() { control_->aborted.store(1, std::memory_order_release); }
+
+void FifoEnd::store(gpu::Flag* flag, uint64_t count) {
+  Status s = stream_->lane->signal(flag, static_cast<uint32_t>(count));
+  if (!s.isOk() && failed_.isOk()) failed_ = s;
+}
+
+void* CudaSendConnector::acquire(size_t /*bytes*/) {
+  const uint32_t consumed = control_->consumed.load(std::memory_order_acquire);
+  if (between(tail_, consumed) >= static_cast<uint32_t>(nslots_)) return nullptr;
+  return slot(tail_);
+}
+
+void CudaSendConnector::publish(size_t bytes, const SlotTag& tag) {
+  SlotHeader& h = header(tail_);
+  h.tagSeq = tag.seq;
+  h.tagDesc = tag.desc;
+  h.bytes = bytes;
+  ++tail_;
+  // The header's stores are ordered before the enqueue (which writes to
+  // the GPU's doorbell), hence before the GPU's store of `published`.
+  std::atomic_thread_fence(std::memory_order_release);
+  store(&control_->published, tail_);
+}
+
+const void* CudaRecvConnector::peek(size_t* bytes, SlotTag* tag) {
+  const uint32_t published = control_->published.load(std::memory_order_acquire);
+  if (between(published, head_) == 0) return nullptr;
+  const SlotHeader& h = header(head_);
+  *bytes = h.bytes;
+  tag->seq = h.tagSeq;
+  tag->desc = h.tagDesc;
+  return slot(head_);
+}
+
+void CudaRecvConnector::release() {
+  ++head_;
+  store(&control_->consumed, head_);
+}
+
+}  // namespace strata::cuda

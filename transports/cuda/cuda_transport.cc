@@ -1,0 +1,236 @@
+#include "cuda_transport.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "clock.h"
+#include "cuda_seam.h"
+#include "gpu_path.h"
+#include "host_group.h"
+#include "log.h"
+#include "params.h"
+#include "transport_factories.h"
+
+namespace strata::cuda {
+namespace {
+
+// Gives this transport's segment a name of its own beside the shm
+// transport's for the same communicator and rank (the orphan sweep still
+// recognises it).
+constexpr uint64_t kSegmentSalt = 0x6375646100000000ull;  // "cuda"
+
+// The self-test writes this many bytes at the start of every FIFO's slots.
+constexpr size_t kProbeBytes = 64;
+
+// What each rank tells every other at connect.
+struct Offer {
+  gpu::IpcHandle slots;  // its region of incoming slots
+  uint32_t ready;        // segment and region made; else `why`
+  char why[220];
+};
+
+struct Verdict {
+  uint32_t ok;
+  char why[252];
+};
+
+void copyText(char* dst, size_t size, const std::string& text) { std::snprintf(dst, size, "%s", text.c_str()); }
+
+// The bytes the FIFO from `sender` to `receiver` on `channel` must hold
+// after the self-test, computed alike by both.
+void probeBytes(uint64_t commTag, int sender, int receiver, int channel, unsigned char* out) {
+  uint64_t x = commTag ^ (uint64_t(sender) << 40) ^ (uint64_t(receiver) << 20) ^ uint64_t(channel) ^ 0x9e3779b97f4a7c15ull;
+  for (size_t i = 0; i < kProbeBytes; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    out[i] = static_cast<unsigned char>(x);
+  }
+}
+
+std::string hex(const unsigned char* b, size_t n) {
+  std::string s;
+  char two[3];
+  for (size_t i = 0; i < n; ++i) {
+    std::snprintf(two, sizeof(two), "%02x", b[i]);
+    s += two;
+  }
+  return s;
+}
+
+}  // namespace
+
+CudaTransport::~CudaTransport() {
+  // Every stream finishes (its counter stores reach the segments) before
+  // the memory it writes is unregistered or unmapped.
+  streams_.clear();
+  for (Mapped& p : peers_) {
+    gpu::ipcClose(p.slots);
+    if (p.registered) gpu::unregisterHost(p.segment->base());
+  }
+  if (ownRegistered_) gpu::unregisterHost(own_.base());
+  if (region_) {
+    Status s = gpu::freeDevice(region_);
+    if (!s.isOk()) STRATA_WARN(NET, "freeing the cuda transport's slots: %s", s.message().c_str());
+  }
+}
+
+void CudaTransport::describeSelf(topo::HostInfo* self) {
+  machine_ = topo::probeTopology(topo::maskCpus(*self)).machine;
+}
+
+bool CudaTransport::canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const {
+  if (!gpu::runtime().usable) return false;
+  topo::GpuCosts costs;
+  if (!topo::gpuCostsFromParams(&costs).isOk()) return false;
+  return topo::chooseGpuPath(machine_, self, peer, costs).route == topo::GpuRoute::Direct;
+}
+
+Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
+  const auto& hosts = *req.hosts;
+  const int me = req.oob->rank();
+  const int nranks = req.oob->size();
+  const std::vector<int> group = hostGroup(hosts, me);
+  const size_t slotBytes = (req.slotBytes + 4095) & ~size_t(4095);
+  const size_t fifoSlots = slotBytes * req.nslots;
+  const size_t fifoHost = (fifoHostBytes(req.nslots) + kCacheLine - 1) & ~(kCacheLine - 1);
+  const uint64_t tag = req.commTag ^ kSegmentSalt;
+  const double deadline = nowSeconds() + params::timeout();
+
+  // 1. This rank's incoming FIFOs: controls in a shared segment, slots on its GPU.
+  Offer mine{};
+  if (!req.peers.empty()) {
+    shm::sweepOrphans(hosts[me].pidNamespace);
+    const size_t hostBytes = fifoHost * req.nchannels * group.size();
+    char sizing[160];
+    std::snprintf(sizing, sizeof(sizing), "%d channel(s) x %zu local ranks x %zu bytes of FIFO control",
+                  req.nchannels, group.size(), fifoHost);
+    Status s = own_.create(shm::segmentName(tag, me, hosts[me].pid, hosts[me].pidNamespace), hostBytes, sizing);
+    if (s.isOk()) s = gpu::registerHost(own_.base(), hostBytes);
+    ownRegistered_ = s.isOk();
+    if (s.isOk()) s = gpu::allocDevice(fifoSlots * req.nchannels * group.size(), &region_);
+    if (s.isOk()) s = gpu::ipcExport(region_, &mine.slots);
+    mine.ready = s.isOk();
+    if (!s.isOk()) copyText(mine.why, sizeof(mine.why), s.message());
+  }
+  std::vector<Offer> offers(nranks);
+  STRATA_CHECK(req.oob->allgather(&mine, offers.data(), sizeof(Offer)));
+
+  // From here every rank runs the same collective steps whatever failed
+  // where, and all agree at the end.
+  std::string failure;
+  if (!req.peers.empty() && !mine.ready) failure = "rank " + std::to_string(me) + ": " + mine.why;
+  for (int peer : req.peers) {
+    if (!failure.empty()) break;
+    offers[peer].why[sizeof(offers[peer].why) - 1] = '\0';
+    if (!offers[peer].ready) failure = "rank " + std::to_string(peer) + ": " + offers[peer].why;
+  }
+
+  // 2. Map each peer's FIFOs, and make one stream per channel.
+  peers_.resize(nranks);
+  for (int peer : req.peers) {
+    if (!failure.empty()) break;
+    Mapped& p = peers_[peer];
+    const size_t peerHostBytes = fifoHost * req.nchannels * hostGroup(hosts, peer).size();
+    p.segment = std::make_unique<shm::Segment>();
+    Status s = p.segment->open(shm::segmentName(tag, peer, hosts[peer].pid, hosts[peer].pidNamespace), peerHostBytes,
+                               deadline);
+    if (s.isOk()) s = gpu::registerHost(p.segment->base(), peerHostBytes);
+    p.registered = s.isOk();
+    if (s.isOk()) s = gpu::ipcOpen(offers[peer].slots, &p.slots);
+    if (!s.isOk())
+      failure = "rank " + std::to_string(me) + " cannot map rank " + std::to_string(peer) + "'s FIFOs: " + s.message();
+  }
+  for (int ch = 0; ch < req.nchannels && failure.empty() && !req.peers.empty(); ++ch) {
+    auto cs = std::make_shared<ChannelStream>();
+    Status s = gpu::createStream(&cs->stream);
+    if (s.isOk()) cs->lane = gpu::cudaLane(cs->stream);
+    if (!s.isOk()) failure = "rank " + std::to_string(me) + ": " + s.message();
+    else streams_.push_back(std::move(cs));
+  }
+
+  // 3. The self-test: each sender writes its probe into every FIFO it will
+  // fill, by the copy engine, into the receiver's GPU memory...
+  std::vector<unsigned char> probes(req.peers.size() * req.nchannels * kProbeBytes);
+  if (failure.empty()) {
+    for (size_t i = 0; i < req.peers.size(); ++i) {
+      const int peer = req.peers[i];
+      const int myIndexThere = indexIn(hostGroup(hosts, peer), me);
+      for (int ch = 0; ch < req.nchannels; ++ch) {
+        unsigned char* probe = &probes[(i * req.nchannels + ch) * kProbeBytes];
+        probeBytes(req.commTag, me, peer, ch, probe);
+        char* dst = static_cast<char*>(peers_[peer].slots) + fifoSlots * (ch * hostGroup(hosts, peer).size() + myIndexThere);
+        Status s = streams_[ch]->lane->copy(dst, probe, kProbeBytes);
+        if (!s.isOk() && failure.empty()) failure = "rank " + std::to_string(me) + ": " + s.message();
+      }
+    }
+    for (auto& cs : streams_) {
+      Status s = gpu::synchronize(cs->stream);
+      if (!s.isOk() && failure.empty())
+        failure = "rank " + std::to_string(me) + " writing into its peers' GPU memory: " + s.message();
+    }
+  }
+  STRATA_CHECK(req.oob->barrier());
+  // ...and each receiver reads back what landed in its own.
+  for (size_t i = 0; i < req.peers.size() && failure.empty(); ++i) {
+    const int peer = req.peers[i];
+    const int peerIndexHere = indexIn(group, peer);
+    for (int ch = 0; ch < req.nchannels && failure.empty(); ++ch) {
+      unsigned char want[kProbeBytes], got[kProbeBytes];
+      probeBytes(req.commTag, peer, me, ch, want);
+      const char* src = static_cast<const char*>(region_) + fifoSlots * (ch * group.size() + peerIndexHere);
+      Status s = streams_[ch]->lane->copy(got, src, kProbeBytes);
+      if (s.isOk()) s = gpu::synchronize(streams_[ch]->stream);
+      if (!s.isOk()) {
+        failure = "rank " + std::to_string(me) + " reading its own GPU memory: " + s.message();
+      } else if (std::memcmp(got, want, kProbeBytes) != 0) {
+        failure = "rank " + std::to_string(peer) + "'s copy into rank " + std::to_string(me) + "'s GPU memory (channel " +
+                  std::to_string(ch) + ") did not land: read " + hex(got, 8) + "..., want " + hex(want, 8) +
+                  "...: peer-to-peer copies between these GPUs do not work here (peer access disabled, an IOMMU or "
+                  "PCIe ACS in the way)";
+      }
+    }
+  }
+  Verdict verdict{failure.empty() ? 1u : 0u, {}};
+  copyText(verdict.why, sizeof(verdict.why), failure);
+  std::vector<Verdict> verdicts(nranks);
+  STRATA_CHECK(req.oob->allgather(&verdict, verdicts.data(), sizeof(Verdict)));
+  for (Verdict& v : verdicts) {
+    if (v.ok) continue;
+    v.why[sizeof(v.why) - 1] = '\0';
+    return makeErrorQuiet(STRATA_ERR_CUDA, "the cuda transport cannot connect this communicator's GPUs: %s", v.why);
+  }
+
+  // 4. The connectors.
+  for (int peer : req.peers) {
+    const std::vector<int> peerGroup = hostGroup(hosts, peer);
+    const int myIndexThere = indexIn(peerGroup, me);
+    const int peerIndexHere = indexIn(group, peer);
+    auto watch = std::make_shared<PeerWatch>(peer, hosts[peer].pid, hosts[peer].pidNamespace == hosts[me].pidNamespace);
+    for (int ch = 0; ch < req.nchannels; ++ch) {
+      const size_t sendAt = ch * peerGroup.size() + myIndexThere;
+      const size_t recvAt = ch * group.size() + peerIndexHere;
+      out.send[ch][peer] = std::make_unique<CudaSendConnector>(
+          peers_[peer].segment->base() + fifoHost * sendAt, static_cast<char*>(peers_[peer].slots) + fifoSlots * sendAt,
+          slotBytes, req.nslots, watch, streams_[ch]);
+      out.recv[ch][peer] = std::make_unique<CudaRecvConnector>(own_.base() + fifoHost * recvAt,
+                                                               static_cast<char*>(region_) + fifoSlots * recvAt,
+                                                               slotBytes, req.nslots, watch, streams_[ch]);
+    }
+  }
+  // Once every peer has mapped this rank's segment its name can go.
+  STRATA_CHECK(req.oob->barrier());
+  if (!req.peers.empty()) own_.unlink();
+  STRATA_INFO(NET, "cuda: %zu peer(s) x %d channel(s), %d slots of %zu bytes each on this GPU", req.peers.size(),
+              req.nchannels, req.nslots, slotBytes);
+  return Status::ok();
+}
+
+}  // namespace strata::cuda
+
+namespace strata {
+
+std::unique_ptr<Transport> makeCudaTransport() { return std::make_unique<cuda::CudaTransport>(); }
+
+}  // namespace strata

@@ -1,0 +1,47 @@
+// GPU to GPU within a host: each rank's incoming slots are device memory of
+// its own GPU, which its local senders map through CUDA IPC and fill with
+// copy-engine copies or kernels on their channel's stream; the counters that
+// order them are stored by the streams into a shared host segment (see
+// README.md). A rank pair is connected only where the topology's cost model
+// picks direct copies for it (topology/gpu_path.h), and connect() proves
+// every pair by a self-test before any connector exists.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "cuda_connector.h"
+#include "hwloc_probe.h"
+#include "shm_segment.h"
+#include "stream_lane.h"
+#include "transport.h"
+
+namespace strata::cuda {
+
+class CudaTransport final : public Transport {
+ public:
+  ~CudaTransport() override;
+  const char* name() const override { return "cuda"; }
+  void describeSelf(topo::HostInfo* self) override;
+  bool canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const override;
+  // Fails on every rank, with the first failing pair and CUDA's reason
+  // (IPC refused, peer access impossible, the self-test's bytes did not
+  // land), when any rank could not set up or prove its connections.
+  Status connect(const ConnectRequest& req, Connections& out) override;
+
+ private:
+  struct Mapped {  // a peer's slots and segment, as this process maps them
+    void* slots = nullptr;
+    std::unique_ptr<shm::Segment> segment;
+    bool registered = false;
+  };
+
+  topo::Machine machine_;  // this host's, for canConnect
+  shm::Segment own_;       // this rank's FIFO controls and headers
+  bool ownRegistered_ = false;
+  void* region_ = nullptr;  // this rank's incoming slots, on its GPU
+  std::vector<Mapped> peers_;
+  std::vector<std::shared_ptr<ChannelStream>> streams_;  // one per channel
+};
+
+}  // namespace strata::cuda
