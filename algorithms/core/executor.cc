@@ -12,7 +12,7 @@ namespace {
 // rank that completes the sum, so every rank gets the same bits).
 void finish(void* data, size_t count, const OpContext& ctx) {
   if (ctx.op == STRATA_AVG && ctx.nranks > 1)
-    ctx.memory->scaleDown(data, data, count, ctx.datatype, ctx.nranks);
+    ctx.memory->scaleDown(data, data, count, ctx.datatype, ctx.nranks, ctx.stream);
 }
 
 // Why a slot that does not belong to this step cannot be used: kept out of
@@ -62,9 +62,9 @@ __attribute__((noinline)) void foldThroughScratch(char* out, const void* const* 
     const size_t n = std::min(blockElems, count - done);
     const size_t off = done * ctx.elemSize;
     auto at = [&](int r) { return static_cast<const char*>(slots[r]) + off; };
-    ctx.reduceFn(scratch, at(0), at(1), n);
-    for (int r = 2; r < ctx.nranks - 1; ++r) ctx.reduceFn(scratch, scratch, at(r), n);
-    ctx.reduceFn(out + off, scratch, at(ctx.nranks - 1), n);
+    ctx.reduce(scratch, at(0), at(1), n);
+    for (int r = 2; r < ctx.nranks - 1; ++r) ctx.reduce(scratch, scratch, at(r), n);
+    ctx.reduce(out + off, scratch, at(ctx.nranks - 1), n);
     finish(out + off, n, ctx);
   }
 }
@@ -124,7 +124,7 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
   char* out = msg.output + step.outOffset * ctx.elemSize;
 
   if (step.prim == Prim::Copy) {
-    if (in != out) ctx.memory->copy(out, in, bytes, ctx.ntOutput);
+    if (in != out) ctx.copy(out, in, bytes, ctx.ntOutput);
     return StepResult::Ran;
   }
   if (step.prim == Prim::ReduceAll) return reduceAll(step, msg, ctx, links, error);
@@ -144,7 +144,7 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
     // No slot copy: the input, or the output once written, goes out as is.
     // acquire() only asks whether a FIFO entry is free (size plays no part).
     if (!send->acquire(0)) return StepResult::NotReady;
-    if (step.prim == Prim::RecvCopySend) ctx.memory->copy(out, slotIn, bytes, ctx.ntOutput);
+    if (step.prim == Prim::RecvCopySend) ctx.copy(out, slotIn, bytes, ctx.ntOutput);
     send->publishFrom(step.prim == Prim::RecvCopySend ? out : in, bytes, msg.tag);
     if (recv) consume(recv, step.recvPeer, msg.tag);
     return StepResult::Ran;
@@ -157,35 +157,35 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
 
   switch (step.prim) {
     case Prim::Send:
-      ctx.memory->copy(slotOut, in, bytes, send->nonTemporalStores(msg.tag, bytes));
+      ctx.copy(slotOut, in, bytes, send->nonTemporalStores(msg.tag, bytes));
       break;
     case Prim::CopySend:
       // The output from the slot just written (in cache), not from in again.
-      ctx.memory->copy(slotOut, in, bytes, false);
-      if (out != in) ctx.memory->copy(out, slotOut, bytes, ctx.ntOutput);
+      ctx.copy(slotOut, in, bytes, false);
+      if (out != in) ctx.copy(out, slotOut, bytes, ctx.ntOutput);
       break;
     case Prim::Recv:
-      ctx.memory->copy(out, slotIn, bytes, ctx.ntOutput);
+      ctx.copy(out, slotIn, bytes, ctx.ntOutput);
       break;
     case Prim::RecvReduceSend:
-      ctx.reduceFn(slotOut, slotIn, in, step.count);
+      ctx.reduce(slotOut, slotIn, in, step.count);
       break;
     case Prim::RecvReduceCopySend:
       // Reduce into the (cache-hot) outgoing slot, then copy it out: the
       // output may be written with non-temporal stores and never read back.
-      if (step.flags & kOwnFirst) ctx.reduceFn(slotOut, in, slotIn, step.count);
-      else ctx.reduceFn(slotOut, slotIn, in, step.count);
+      if (step.flags & kOwnFirst) ctx.reduce(slotOut, in, slotIn, step.count);
+      else ctx.reduce(slotOut, slotIn, in, step.count);
       if (!(step.flags & kPartial)) finish(slotOut, step.count, ctx);
-      ctx.memory->copy(out, slotOut, bytes, ctx.ntOutput);
+      ctx.copy(out, slotOut, bytes, ctx.ntOutput);
       break;
     case Prim::RecvCopySend:
-      ctx.memory->copy(slotOut, slotIn, bytes, send->nonTemporalStores(msg.tag, bytes));
-      ctx.memory->copy(out, slotIn, bytes, ctx.ntOutput);
+      ctx.copy(slotOut, slotIn, bytes, send->nonTemporalStores(msg.tag, bytes));
+      ctx.copy(out, slotIn, bytes, ctx.ntOutput);
       break;
     case Prim::RecvReduceCopy:
       // In place (out == in) is safe: each element is read before it is written.
-      if (step.flags & kOwnFirst) ctx.reduceFn(out, in, slotIn, step.count);
-      else ctx.reduceFn(out, slotIn, in, step.count);
+      if (step.flags & kOwnFirst) ctx.reduce(out, in, slotIn, step.count);
+      else ctx.reduce(out, slotIn, in, step.count);
       if (!(step.flags & kPartial)) finish(out, step.count, ctx);
       break;
     default:
@@ -218,10 +218,15 @@ PlanExecutor::StepResult PlanExecutor::reduceAll(const Step& step, const Message
   // Every rank computes the same expression: rank 0's op rank 1's op ...
   if (ctx.nranks == 2) {
     // In place (out == in) each element is read before it is written.
-    ctx.reduceFn(out, peerSlots_[0], peerSlots_[1], step.count);
+    ctx.reduce(out, peerSlots_[0], peerSlots_[1], step.count);
     finish(out, step.count, ctx);
-  } else {
+  } else if (!ctx.stream) {
     foldThroughScratch(out, peerSlots_.data(), step.count, ctx);
+  } else {
+    // Its scratch buffer is host memory: plans for device memory use rings
+    // and chains beyond two ranks (Comm's device tuning).
+    *error = STRATA_ERROR(STRATA_ERR_INTERNAL, "a %d-rank reduceAll step cannot run on device memory", ctx.nranks);
+    return StepResult::Failed;
   }
   for (int p = 0; p < ctx.nranks; ++p)
     if (p != ctx.rank) consume(links.recv[p], p, msg.tag);

@@ -59,7 +59,10 @@ struct OpContext {
   SlotTag tag;                // expected on every received slot
   // How the buffers' memory is copied and reduced (their memory type's ops).
   const MemoryOps* memory = &kHostMemory;
-  kernels::ReduceFn reduceFn;  // memory->reduceKernel's, for (datatype, op)
+  kernels::ReduceFn reduceFn;  // memory->reduceKernel's, for (datatype, op); null for device memory
+  // Device memory: the channel's stream, on which every copy and kernel of
+  // the operation is enqueued (the connectors' deviceStream()).
+  void* stream = nullptr;
   bool ntOutput = false;       // write the output with non-temporal stores
   // The plan never writes memory it has sent from before the operation
   // completes, so connectors that can send from the caller's memory may
@@ -74,6 +77,15 @@ struct OpContext {
 
   Message message(const Step& step) const {
     return messages ? messages[step.msg] : Message{input, output, tag, gate};
+  }
+
+  void copy(void* dst, const void* src, size_t bytes, bool nonTemporal) const {
+    memory->copy(dst, src, bytes, nonTemporal, stream);
+  }
+  // dst = a op b, element-wise.
+  void reduce(void* dst, const void* a, const void* b, size_t count) const {
+    if (reduceFn) reduceFn(dst, a, b, count);
+    else memory->reduce(datatype, op, dst, a, b, count, stream);
   }
 };
 

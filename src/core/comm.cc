@@ -9,6 +9,7 @@
 #include "describe.h"
 #include "log.h"
 #include "op_desc.h"
+#include "transport_factories.h"
 #include "wait_loop.h"
 
 namespace strata {
@@ -26,6 +27,8 @@ Comm::~Comm() {
   threads_.reset();
   channels_.clear();
   connections_ = Connections();
+  deviceConnections_ = Connections();
+  deviceTransport_.reset();
   transports_.clear();
 }
 
@@ -62,6 +65,7 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig) {
   isa_ = kernels::selectedIsa();
 
   STRATA_CHECK(connectTransports(self));
+  STRATA_CHECK(connectDevice(self));
   channels_ = std::vector<Channel>(nchannels);
   for (int ch = 0; ch < nchannels; ++ch) {
     Channel& c = channels_[ch];
@@ -74,6 +78,15 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig) {
         if (end && end->needsProgress()) c.links.pollers.push_back(end);
     }
     hasSockets_ |= !c.links.pollers.empty();
+    if (!deviceTransport_) continue;
+    c.deviceLinks.send.assign(nranks_, nullptr);
+    c.deviceLinks.recv.assign(nranks_, nullptr);
+    for (int p = 0; p < nranks_; ++p) {
+      c.deviceLinks.send[p] = deviceConnections_.send[ch][p].get();
+      c.deviceLinks.recv[p] = deviceConnections_.recv[ch][p].get();
+      if (c.deviceLinks.send[p]) c.deviceStream = c.deviceLinks.send[p]->deviceStream();
+    }
+    c.deviceLane = gpu::cudaLane(c.deviceStream);
   }
   STRATA_CHECK(ProgressThreads::start(channels_, *this, config_.nthreads, spins_, rank_, &threads_));
   STRATA_INFO(INIT, "rank %d of %d: %d ranks on this machine's %d cores (%d in its own mask), %d channels, "
@@ -127,18 +140,68 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
   return Status::ok();
 }
 
+Status Comm::connectDevice(const topo::HostInfo& self) {
+  if (config_.gpuDirect == 0 || nranks_ < 2) return Status::ok();
+  const bool required = config_.gpuDirect == 2;
+  const auto& hosts = bootstrap_->hosts();
+  topo::HostInfo described = self;
+  std::unique_ptr<Transport> transport = makeCudaTransport();
+  transport->describeSelf(&described);
+  for (int a = 0; a < nranks_; ++a)
+    for (int b = a + 1; b < nranks_; ++b) {
+      if (transport->canConnect(hosts[a], hosts[b])) continue;
+      if (!required) return Status::ok();
+      return STRATA_INVALID_ARG("STRATA_GPU_DIRECT=2, but ranks %d and %d cannot move GPU buffers GPU to GPU: they "
+                                "are not on one host, not both with a GPU (gpus '%s', '%s'), or the topology's cost "
+                                "model stages between their GPUs (strata-topo says why)",
+                                a, b, hosts[a].gpu, hosts[b].gpu);
+    }
+  std::vector<int> peers;
+  for (int p = 0; p < nranks_; ++p)
+    if (p != rank_) peers.push_back(p);
+  deviceShape_ = shape_;
+  deviceShape_.slotBytes = config_.gpuSlotBytes;
+  deviceConnections_.send.resize(shape_.nchannels);
+  deviceConnections_.recv.resize(shape_.nchannels);
+  for (int ch = 0; ch < shape_.nchannels; ++ch) {
+    deviceConnections_.send[ch].resize(nranks_);
+    deviceConnections_.recv[ch].resize(nranks_);
+  }
+  ConnectRequest req{bootstrap_.get(), &hosts,           peers,          bootstrap_->commTag(),
+                     bootstrap_->secret(), shape_.nchannels, config_.gpuSlotBytes, config_.nslots};
+  Status s = transport->connect(req, deviceConnections_);
+  if (!s.isOk()) {
+    deviceConnections_ = Connections();
+    if (required) return s;
+    if (rank_ == 0)
+      STRATA_WARN(INIT, "stream-ordered calls on GPU memory are staged through host memory: %s (STRATA_GPU_DIRECT=0 "
+                  "stages them without trying)", s.message().c_str());
+    return Status::ok();
+  }
+  // Ring and chain plans only: a direct plan's fold of more than two
+  // ranks goes through a host scratch buffer.
+  STRATA_CHECK(Tuning::create("ring", config_.oneshotBytes, config_.cost, deviceShape_, &deviceTuning_));
+  deviceTransport_ = std::move(transport);
+  device_ = gpu::currentDevice();
+  STRATA_INFO(INIT, "stream-ordered calls on GPU memory move GPU to GPU (cuda transport, CUDA device %d, %zu-byte "
+              "slots)", device_, config_.gpuSlotBytes);
+  return Status::ok();
+}
+
 Status Comm::choose(const CollCall& call, PlanChoice* choice) const {
-  PlanShape shape = shape_;
+  const bool device = call.memory == MemoryType::Device;
+  PlanShape shape = device ? deviceShape_ : shape_;
   shape.elemSize = strata_datatype_size(call.datatype);
-  return Planner::choose(call, shape, tuning_, choice);
+  return Planner::choose(call, shape, device ? deviceTuning_ : tuning_, choice);
 }
 
 Status Comm::build(const CollCall& call, PlannedCall* planned) {
   const size_t elemSize = strata_datatype_size(call.datatype);
-  PlanShape shape = shape_;
+  const bool device = call.memory == MemoryType::Device;
+  PlanShape shape = device ? deviceShape_ : shape_;
   shape.elemSize = elemSize;
   auto plans = std::make_shared<PlanSet>(shape_.nchannels);
-  STRATA_CHECK(planner_.plan(call, shape, tuning_, *plans, &planned->choice));
+  STRATA_CHECK(planner_.plan(call, shape, device ? deviceTuning_ : tuning_, *plans, &planned->choice));
   planned->plans = std::move(plans);
 
   OpContext& ctx = planned->ctx;
@@ -250,9 +313,34 @@ Status Comm::checkStreamsDriven() const {
   return Status::ok();
 }
 
+bool Comm::onDevice(const streams::PartSpec& part, const streams::PreMul& premul) const {
+  if (!deviceTransport_ || premul.set || part.in.bytes + part.out.bytes == 0) return false;
+  return (part.in.bytes == 0 || part.in.device == device_) && (part.out.bytes == 0 || part.out.device == device_);
+}
+
+Status Comm::submitOnDevice(const CollCall& call, gpu::StreamLane& lane, const streams::PartSpec& part) {
+  CollCall dev = call;
+  dev.memory = MemoryType::Device;
+  const PlannedCall* planned = nullptr;
+  STRATA_CHECK(lookup(dev, &planned));
+  // Nothing is staged: the channels' streams read and write the buffers in place.
+  streams::PartSpec inPlace = part;
+  inPlace.in.staged = inPlace.out.staged = false;
+  const int nch = planned->choice.nchannels;
+  streams::Stager& st = stager();
+  streams::StagedOp* op = nullptr;
+  STRATA_CHECK(st.reserve({inPlace}, {}, &op, nch));
+  STRATA_CHECK(st.enqueue(lane, op));
+  OpContext ctx;
+  start(dev, *planned, &ctx);
+  enqueue(ctx, planned->plans, nch, false, &op->request, 0, op);
+  return Status::ok();
+}
+
 Status Comm::submitOnStream(const CollCall& call, gpu::StreamLane& lane, const streams::PartSpec& part,
                             const streams::PreMul& premul) {
   STRATA_CHECK(checkStreamsDriven());
+  if (onDevice(part, premul)) return submitOnDevice(call, lane, part);
   streams::Stager& st = stager();
   streams::StagedOp* op = nullptr;
   STRATA_CHECK(st.reserve({part}, premul, &op));
@@ -323,7 +411,7 @@ void Comm::drainStreams() {
 }
 
 void Comm::enqueue(const OpContext& ctx, const std::shared_ptr<const PlanSet>& plans, int nch, bool callerWaits,
-                   Request* request, uint64_t p2pKey) {
+                   Request* request, uint64_t p2pKey, const streams::StagedOp* device) {
   // A large blocking call spread over several channels wants the progress
   // threads' help; a single-channel one is cheaper driven by its caller alone.
   const bool forThreads = !callerWaits || nch > 1;
@@ -342,6 +430,10 @@ void Comm::enqueue(const OpContext& ctx, const std::shared_ptr<const PlanSet>& p
     slot->forThreads = forThreads;
     slot->p2pKey = p2pKey;
     slot->finished = false;
+    slot->ctx.stream = device ? channel.deviceStream : nullptr;
+    slot->deviceStart = device ? device->parts[0].landedFlag() : nullptr;
+    slot->deviceDone = device ? device->deviceDone(ch) : nullptr;
+    slot->deviceStarted = false;
     channel.commit();
   }
   if (forThreads) threads_->wake();

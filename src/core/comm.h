@@ -98,6 +98,17 @@ class Comm final : public FailureSink {
   Comm() = default;
   Status init(const boot::BootstrapConfig& bootConfig);
   Status connectTransports(const topo::HostInfo& self);
+  // Connects the cuda transport when this communicator's GPU buffers can
+  // move GPU to GPU (STRATA_GPU_DIRECT; every rank on one host with a GPU,
+  // every pair direct by the topology's cost model): decided alike on every
+  // rank from the gathered HostInfos. Its failure, agreed by every rank,
+  // leaves stream-ordered calls staged and says why.
+  Status connectDevice(const topo::HostInfo& self);
+  // Whether a stream-ordered call runs over the cuda transport: both
+  // buffers (those it has) in device memory on this rank's GPU, no
+  // pre-multiplier.
+  bool onDevice(const streams::PartSpec& part, const streams::PreMul& premul) const;
+  Status submitOnDevice(const CollCall& call, gpu::StreamLane& lane, const streams::PartSpec& part);
   // The plans and context of `call` (from the cache, or built and kept
   // there), its context completed with this call's buffers and the next
   // sequence number.
@@ -132,8 +143,10 @@ class Comm final : public FailureSink {
   Status build(const CollCall& call, PlannedCall* planned);
   void traceStart(const PlanChoice& choice, const OpContext& ctx) const;
   // Puts the plans on their channels' queues.
+  // `device`: an operation on device memory, run on the channels' streams
+  // between its flags.
   void enqueue(const OpContext& ctx, const std::shared_ptr<const PlanSet>& plans, int nch, bool callerWaits,
-               Request* request, uint64_t p2pKey = 0);
+               Request* request, uint64_t p2pKey = 0, const streams::StagedOp* device = nullptr);
 
   streams::Stager& stager();
   Status checkStreamsDriven() const;
@@ -165,6 +178,14 @@ class Comm final : public FailureSink {
   std::vector<std::unique_ptr<Transport>> transports_;
   std::vector<int> peerTransport_;  // index into transports_, per rank
   Connections connections_;
+  // GPU to GPU, where connectDevice() made it: the cuda transport and its
+  // connectors, and plans with their own slot size and tuning (rings and
+  // chains: no host scratch).
+  std::unique_ptr<Transport> deviceTransport_;
+  Connections deviceConnections_;
+  PlanShape deviceShape_{};
+  Tuning deviceTuning_;
+  int device_ = -1;  // the CUDA device its streams run on
   std::vector<Channel> channels_;
   std::unique_ptr<ProgressThreads> threads_;
   streams::PinnedAllocator pinned_{};

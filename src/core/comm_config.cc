@@ -42,6 +42,14 @@ Status CommConfig::fromParams(CommConfig* out) {
                               (long long)params::gpuChunkBytes());
   c.gpuChunkBytes = static_cast<size_t>(params::gpuChunkBytes());
   c.gpuStagingCacheBytes = static_cast<size_t>(std::max<int64_t>(0, params::gpuStagingCacheBytes()));
+  if (params::gpuDirect() < 0 || params::gpuDirect() > 2)
+    return STRATA_INVALID_ARG("STRATA_GPU_DIRECT=%lld must be 0 (stage GPU buffers through host memory), 1 (move "
+                              "them GPU to GPU where possible) or 2 (required)", (long long)params::gpuDirect());
+  c.gpuDirect = static_cast<int>(params::gpuDirect());
+  if (params::gpuSlotBytes() < 4096 || params::gpuSlotBytes() > (int64_t(1) << 30))
+    return STRATA_INVALID_ARG("STRATA_GPU_SLOT_BYTES=%lld must be in 4096..1073741824",
+                              (long long)params::gpuSlotBytes());
+  c.gpuSlotBytes = static_cast<size_t>(params::gpuSlotBytes());
   *out = std::move(c);
   return Status::ok();
 }

@@ -27,6 +27,8 @@ struct CommConfig {
   std::string transport;      // STRATA_TRANSPORT
   size_t gpuChunkBytes = 0;         // STRATA_GPU_CHUNK_BYTES
   size_t gpuStagingCacheBytes = 0;  // STRATA_GPU_STAGING_CACHE_BYTES
+  int gpuDirect = 1;                // STRATA_GPU_DIRECT: 0 never, 1 where possible, 2 required
+  size_t gpuSlotBytes = 0;          // STRATA_GPU_SLOT_BYTES
 
   // The registry's current values, checked.
   static Status fromParams(CommConfig* out);

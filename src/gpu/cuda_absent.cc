@@ -63,6 +63,10 @@ Status registerHost(void* ptr, size_t bytes) {
 
 void unregisterHost(void*) {}
 
+Status copyAsync(void* dst, const void* src, size_t bytes, void*) {
+  return makeErrorQuiet(STRATA_ERR_CUDA, "cannot copy %zu bytes from %p to %p on a stream: %s", bytes, src, dst, kWhy);
+}
+
 Status createStream(void**) { return makeErrorQuiet(STRATA_ERR_CUDA, "cannot create a CUDA stream: %s", kWhy); }
 
 void destroyStream(void*) {}

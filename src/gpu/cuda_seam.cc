@@ -400,6 +400,14 @@ void unregisterHost(void* ptr) {
   }
 }
 
+Status copyAsync(void* dst, const void* src, size_t bytes, void* stream) {
+  cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream));
+  if (err == cudaSuccess) return Status::ok();
+  cudaGetLastError();
+  return makeErrorQuiet(STRATA_ERR_CUDA, "cudaMemcpyAsync(dst=%p, src=%p, %zu bytes) on stream %p: %s", dst, src, bytes,
+                        stream, errorText(err).c_str());
+}
+
 Status createStream(void** out) {
   if (!runtime().usable) return notUsable("creating a stream");
   cudaStream_t stream = nullptr;

@@ -110,6 +110,10 @@ void ipcClose(void* ptr);
 Status registerHost(void* ptr, size_t bytes);
 void unregisterHost(void* ptr);
 
+// dst <- src on `stream` (cudaMemcpyAsync, any kinds of memory): the device
+// path's copies, enqueued without a lane object per call.
+Status copyAsync(void* dst, const void* src, size_t bytes, void* stream);
+
 // A stream of strata's own, which does not wait for the legacy default stream.
 Status createStream(void** out);
 void destroyStream(void* stream);

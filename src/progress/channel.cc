@@ -30,10 +30,22 @@ void Channel::commit() {
 }
 
 void Channel::abortLinks() {
-  for (SendConnector* s : links.send)
-    if (s) s->abort();
-  for (RecvConnector* r : links.recv)
-    if (r) r->abort();
+  for (const ChannelLinks* l : {&links, &deviceLinks}) {
+    for (SendConnector* s : l->send)
+      if (s) s->abort();
+    for (RecvConnector* r : l->recv)
+      if (r) r->abort();
+  }
+}
+
+Status Channel::startOnDevice(ChannelOp& op) {
+  op.deviceStarted = true;
+  return deviceLane->wait(op.deviceStart, 1);
+}
+
+Status Channel::endOnDevice(ChannelOp& op) {
+  STRATA_CHECK(takeDeviceError());
+  return deviceLane->signal(op.deviceDone, 1);
 }
 
 void Channel::failAll(const Status& why) {
@@ -56,10 +68,10 @@ void Channel::noteBlocked(FailureSink& comm, const ChannelPlan& plan, size_t cur
   }
   if (now - lastHealthCheck_ >= kHealthCheckInterval) {
     lastHealthCheck_ = now;
-    Status health = executor_.blockedHealth(plan, cursor, links);
+    Status health = executor_.blockedHealth(plan, cursor, linksOf(ctx));
     if (!health.isOk()) {
       OpDesc desc = OpDesc::unpack(ctx.tag.desc);
-      const std::string wait = executor_.describeWait(plan, cursor, links, ctx);
+      const std::string wait = executor_.describeWait(plan, cursor, linksOf(ctx), ctx);
       comm.fail(STRATA_ERROR(health.code(), "%s (operation #%llu) failed: %s (in %s)", desc.describe().c_str(),
                              (unsigned long long)ctx.tag.seq, health.message().c_str(), wait.c_str()));
       return;
@@ -74,7 +86,7 @@ void Channel::noteBlocked(FailureSink& comm, const ChannelPlan& plan, size_t cur
   }
   if (now - blockedSince_ > comm.timeoutSeconds()) {
     OpDesc desc = OpDesc::unpack(ctx.tag.desc);
-    const std::string wait = executor_.describeWait(plan, cursor, links, ctx);
+    const std::string wait = executor_.describeWait(plan, cursor, linksOf(ctx), ctx);
     comm.fail(STRATA_ERROR(STRATA_ERR_TIMEOUT,
                            "%s (operation #%llu) made no progress for %.1f s (STRATA_TIMEOUT) in %s; is "
                            "every rank calling the same collectives?",
@@ -171,11 +183,17 @@ bool Channel::drive(FailureSink& comm, SleepSet* sleep) {
       continue;
     }
     Status error;
-    Advance a = executor_.advance(*op.plan, &op.cursor, op.ctx, links, &error);
+    if (op.ctx.stream && !op.deviceStarted) error = startOnDevice(op);
+    const ChannelLinks& opLinks = linksOf(op.ctx);
+    Advance a = error.isOk() ? executor_.advance(*op.plan, &op.cursor, op.ctx, opLinks, &error) : Advance::Failed;
+    if (a == Advance::Done && op.ctx.stream) {
+      error = endOnDevice(op);
+      if (!error.isOk()) a = Advance::Failed;
+    }
     // Every step ran, but bytes wait to leave: not done until they have.
-    if (a == Advance::Done && !links.flushed()) a = Advance::Blocked;
+    if (a == Advance::Done && !opLinks.flushed()) a = Advance::Blocked;
     if (a == Advance::Blocked) {
-      if (sleep && executor_.waitsOnMemory(*op.plan, op.cursor, links, op.ctx)) sleep->memoryWait = true;
+      if (sleep && executor_.waitsOnMemory(*op.plan, op.cursor, opLinks, op.ctx)) sleep->memoryWait = true;
       noteBlocked(comm, *op.plan, op.cursor, op.ctx);
       if (comm.failed()) continue;  // flush on the next turn
       if (op.p2pKey) progressed |= runAhead(comm);

@@ -15,6 +15,7 @@
 
 #include "executor.h"
 #include "request.h"
+#include "stream_lane.h"
 
 namespace strata {
 
@@ -51,6 +52,12 @@ struct ChannelOp {
   // so that an irecv does not wait for an isend queued after it.
   uint64_t p2pKey;
   bool finished;  // ran ahead and completed; its request was told
+  // An operation on device memory (ctx.stream set): the channel's stream
+  // waits for `deviceStart` >= 1 (the caller's stream reached the call)
+  // before its first copy, and stores `deviceDone` = 1 after its last.
+  gpu::Flag* deviceStart;
+  gpu::Flag* deviceDone;
+  bool deviceStarted;
 };
 
 class Channel {
@@ -61,6 +68,12 @@ class Channel {
   static constexpr uint64_t kDepth = 128;
 
   ChannelLinks links;
+  // Connectors whose slots are GPU memory (transports/cuda), for operations
+  // on device memory, and a lane on their stream; empty and null where the
+  // communicator has none.
+  ChannelLinks deviceLinks;
+  void* deviceStream = nullptr;
+  std::unique_ptr<gpu::StreamLane> deviceLane;
 
   // A free queue entry to fill, or nullptr when kDepth operations are queued.
   ChannelOp* reserve();
@@ -93,6 +106,11 @@ class Channel {
   void retireHead();
   bool runAhead(FailureSink& comm);
   void noteBlocked(FailureSink& comm, const ChannelPlan& plan, size_t cursor, const OpContext& ctx);
+  const ChannelLinks& linksOf(const OpContext& ctx) const { return ctx.stream ? deviceLinks : links; }
+  // A device operation's stream work around its steps: the wait before the
+  // first, the signal after the last, and what its enqueues reported.
+  Status startOnDevice(ChannelOp& op);
+  Status endOnDevice(ChannelOp& op);
   // Something moved: the deadline counts from the next block on.
   void noteProgress() {
     blockedPolls_ = 0;

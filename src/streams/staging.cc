@@ -28,7 +28,9 @@ struct Head {
   gpu::Flag finish{0};
   alignas(8) unsigned char scalar[8];
 };
-size_t headBytes(size_t parts) { return alignUp(sizeof(Head) + parts * sizeof(gpu::Flag)); }
+size_t headBytes(size_t parts, int deviceChannels) {
+  return alignUp(sizeof(Head) + (parts + deviceChannels) * sizeof(gpu::Flag));
+}
 
 }  // namespace
 
@@ -65,7 +67,11 @@ uint32_t StagedOp::scaleLanded(StagedPart& part) {
   return to;
 }
 
-void StagedOp::released(void* self) { static_cast<StagedOp*>(self)->release(); }
+void StagedOp::released(void* self) {
+  auto* op = static_cast<StagedOp*>(self);
+  if (op->request.status().isOk()) op->release();
+  else op->releaseAll();
+}
 
 bool StagedOp::finished() const { return finish_->load(std::memory_order_acquire) != 0; }
 
@@ -82,7 +88,7 @@ Stager::~Stager() {
   for (auto& op : ops_) {
     // Nothing drives their collectives any more: let their streams go on
     // (into memory that stays allocated), then leak them with their blocks.
-    op->release();
+    op->releaseAll();
     (void)op.release();
   }
   for (const Block& b : free_) allocator_.free(b.ptr);
@@ -120,12 +126,12 @@ size_t Stager::cachedBytes() const {
   return total;
 }
 
-Status Stager::reserve(const std::vector<PartSpec>& parts, const PreMul& premul, StagedOp** out) {
+Status Stager::reserve(const std::vector<PartSpec>& parts, const PreMul& premul, StagedOp** out, int deviceChannels) {
   reap();
   // The layout: staged inputs that lie inside a staged output (in place)
   // share its area, and the other way round.
   std::vector<size_t> inAt(parts.size(), SIZE_MAX), outAt(parts.size(), SIZE_MAX);
-  size_t bytes = headBytes(parts.size());
+  size_t bytes = headBytes(parts.size(), deviceChannels);
   for (size_t i = 0; i < parts.size(); ++i) {
     const PartSpec& p = parts[i];
     const bool stageIn = p.in.bytes > 0 && (p.in.staged || premul.set);
@@ -147,13 +153,15 @@ Status Stager::reserve(const std::vector<PartSpec>& parts, const PreMul& premul,
   char* base = static_cast<char*>(block);
   auto* head = new (base) Head;
   auto* landed = reinterpret_cast<gpu::Flag*>(base + sizeof(Head));
-  for (size_t i = 0; i < parts.size(); ++i) new (&landed[i]) gpu::Flag(0);
+  for (size_t i = 0; i < parts.size() + deviceChannels; ++i) new (&landed[i]) gpu::Flag(0);
 
   auto op = std::make_unique<StagedOp>();
   op->block_ = block;
   op->blockBytes_ = blockBytes;
   op->release_ = &head->release;
   op->finish_ = &head->finish;
+  op->done_ = landed + parts.size();
+  op->ndone_ = deviceChannels;
   op->premul_ = premul;
   op->scalar_ = head->scalar;
   if (premul.set && !premul.onDevice) std::memcpy(head->scalar, premul.value, sizeof(premul.value));
@@ -223,6 +231,7 @@ Status Stager::enqueue(gpu::StreamLane& lane, StagedOp* op) {
     }
   }
   ok = ok && put(lane.wait(op->release_, 1));
+  for (int ch = 0; ch < op->ndone_ && ok; ++ch) ok = put(lane.wait(op->deviceDone(ch), 1));
   for (size_t i = 0; i < op->parts.size() && ok; ++i) {
     const StagedPart& part = op->parts[i];
     const UserBuffer& o = part.spec_.out;
@@ -234,9 +243,9 @@ Status Stager::enqueue(gpu::StreamLane& lane, StagedOp* op) {
     cancel(op);
     return s;
   }
-  // Part of it is on the stream: let the stream through its wait, and keep
+  // Part of it is on the stream: let the stream through its waits, and keep
   // the block until it says it is done (it may never: it is leaked then).
-  op->release();
+  op->releaseAll();
   (void)lane.signal(op->finish_, 1);
   return s;
 }

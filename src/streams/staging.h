@@ -11,6 +11,9 @@
 //      on a dead peer);
 //   3. copy the output back, then signal `finished`: the pinned memory may
 //      be reused.
+// An operation on device memory over the cuda transport stages nothing: its
+// channels' streams copy and reduce in place, starting once `landed` >= 1,
+// and the caller's stream also waits for each channel's `done` flag.
 // Buffers in host memory are not copied (a pre-multiplied host input is
 // scaled into pinned memory by the host, never copied by the stream: CUDA
 // runs host-to-host copies synchronously, which would hold the caller until
@@ -52,6 +55,7 @@ struct UserBuffer {
   const void* ptr = nullptr;
   size_t bytes = 0;
   bool staged = false;  // device or managed memory: copied through pinned memory
+  int device = -1;      // device memory (not managed): the CUDA device it is on
 };
 
 // One message of an operation: a collective has one, a group of sends and
@@ -79,6 +83,8 @@ class StagedPart final : public InputGate {
  public:
   const char* hostInput() const { return hostIn_; }
   char* hostOutput() const { return hostOut_; }
+  // Raised by the caller's stream when it reaches the operation (>= 1).
+  gpu::Flag* landedFlag() const { return landed_; }
 
   bool ready(uint64_t endByte) override;
   std::string describeWait() const override;
@@ -108,12 +114,25 @@ class StagedOp {
 
   // Whether the stream is done with the operation's pinned memory.
   bool finished() const;
+  // An operation on device memory run by `deviceChannels` channels
+  // (Stager::reserve): channel ch's stream stores 1 here after its last
+  // copy, and the caller's stream waits for every one of them.
+  gpu::Flag* deviceDone(int ch) const { return done_ + ch; }
 
  private:
   friend class Stager;
   friend class StagedPart;
+  // The request's end: the host collective is over. A failed one also
+  // stands in for its channels' streams, which may never signal.
   static void released(void* self);
   void release() { release_->store(1, std::memory_order_release); }
+  // Also lets the channels' streams through their waits for the caller's
+  // (their work on the buffers is then undefined, as the output is).
+  void releaseAll() {
+    for (StagedPart& part : parts) part.landed_->store(part.chunks_, std::memory_order_release);
+    for (int ch = 0; ch < ndone_; ++ch) done_[ch].store(1, std::memory_order_release);
+    release();
+  }
   // Scales the part's chunks that landed since the last call; returns the
   // chunks scaled in all.
   uint32_t scaleLanded(StagedPart& part);
@@ -123,6 +142,8 @@ class StagedOp {
   size_t blockBytes_ = 0;
   gpu::Flag* release_ = nullptr;
   gpu::Flag* finish_ = nullptr;
+  gpu::Flag* done_ = nullptr;
+  int ndone_ = 0;
   PreMul premul_;
   const void* scalar_ = nullptr;  // the pre-multiplier's value, in host memory
   std::mutex scaling_;
@@ -139,8 +160,10 @@ class Stager {
 
   // Lays out an operation's pinned memory (from the cache, or allocated):
   // nothing is on any stream yet. The caller checks that its collective can
-  // be queued, then enqueue()s it, or cancel()s it.
-  Status reserve(const std::vector<PartSpec>& parts, const PreMul& premul, StagedOp** out);
+  // be queued, then enqueue()s it, or cancel()s it. With `deviceChannels`,
+  // an operation on device memory that channels' streams run (its parts
+  // unstaged): the caller's stream also waits for each one's deviceDone().
+  Status reserve(const std::vector<PartSpec>& parts, const PreMul& premul, StagedOp** out, int deviceChannels = 0);
   void cancel(StagedOp* op);
   // Enqueues all of the operation's stream work on `lane`: the input copies
   // and their signals, the wait for the collective, the output copies, the

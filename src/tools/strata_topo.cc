@@ -74,8 +74,8 @@ std::vector<PairGpuPath> pairGpuPaths(const std::vector<HostInfo>& all, const st
 }
 
 std::string gpuPathsText(const std::vector<PairGpuPath>& pairs) {
-  std::string out = "gpu paths (the cost model's choice per pair; strata's GPU buffers move by staging until the "
-                    "cuda transport lands):\n";
+  std::string out = "gpu paths (the cost model's choice per pair; a communicator moves GPU buffers GPU to GPU when "
+                    "every pair of it is direct, else stages them):\n";
   for (const PairGpuPath& p : pairs)
     out += "  ranks " + std::to_string(p.a) + "," + std::to_string(p.b) + ": " + routeName(p.path.route) + " (" +
            strata::topo::linkText(p.path.link, p.path.nvlinks) + "): " + p.path.why + "\n";

@@ -1,5 +1,5 @@
 /* The NCCL library's stream path on a real GPU, seen only through nccl.h and
- * the CUDA runtime: ranks (forked processes) sharing GPU 0 run every
+ * the CUDA runtime: ranks (forked processes, 2 or the argument) sharing GPU 0 run every
  * collective on device buffers from ncclMemAlloc, enqueued on a non-blocking
  * stream (several back to back, and a pre-multiplied sum whose device scalar
  * is written on the stream just before), and compare the results copied
@@ -16,7 +16,9 @@
 
 #include "nccl_checks.h"
 
-#define NRANKS 2
+/* Ranks sharing GPU 0: the program's argument, 2 without one. */
+static int nranks = 2;
+#define NRANKS nranks
 #define COUNT 100003 /* several chunks of staging, and not a multiple of anything */
 
 
@@ -219,7 +221,12 @@ static int runRank(int rank, ncclUniqueId id) {
   return failures ? 1 : 0;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  if (argc > 1) nranks = atoi(argv[1]);
+  if (nranks < 2 || nranks > 8) {
+    fprintf(stderr, "usage: %s [ranks, 2..8]\n", argv[0]);
+    return 2;
+  }
   /* CUDA is first touched in the children: a CUDA context does not survive fork. */
   pid_t probe = fork();
   if (probe == 0) {

@@ -81,7 +81,8 @@ void CudaTransport::describeSelf(topo::HostInfo* self) {
 }
 
 bool CudaTransport::canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const {
-  if (!gpu::runtime().usable) return false;
+  // Facts every rank shares, so all decide alike; a rank whose CUDA fails
+  // finds out in connect(), which then fails on every rank.
   topo::GpuCosts costs;
   if (!topo::gpuCostsFromParams(&costs).isOk()) return false;
   return topo::chooseGpuPath(machine_, self, peer, costs).route == topo::GpuRoute::Direct;

@@ -3,8 +3,9 @@
 // copy-engine copies or kernels on their channel's stream; the counters that
 // order them are stored by the streams into a shared host segment (see
 // README.md). A rank pair is connected only where the topology's cost model
-// picks direct copies for it (topology/gpu_path.h), and connect() proves
-// every pair by a self-test before any connector exists.
+// picks direct copies for it (topology/gpu_path.h; canConnect reads only
+// what every rank knows, so all decide alike), and connect() proves every
+// pair by a self-test before any connector exists.
 #pragma once
 
 #include <memory>
