@@ -271,21 +271,23 @@ for n in 2 4; do
   fi
 done
 
-# --- the staging path against the GPU's copy rate (issue 17's measure) --------
-# strata-gpu-staging: 2 ranks on GPU 0, float32 allreduce of 64 MiB on a
-# stream, against the pinned D2H + H2D copy rate measured in the same run
-# (target: busbw at least 70% of it); its result is checked, its table kept.
-name="staging bandwidth (2 ranks, GPU 0)"
+# --- allreduce on GPU memory against the copy rates (issues 17 and 18) --------
+# strata-gpu-allreduce: 2 ranks on GPU 0, float32 allreduce of 256 MiB on a
+# stream, GPU to GPU (target: busbw at least 40% of the D2D copy rate) and
+# staged (target: 70% of the pinned D2H + H2D rate), both measured in the
+# same run, in alternating rounds; 8 B latency of each; results checked.
+name="allreduce on GPU memory (2 ranks, GPU 0)"
 if [ "$ngpu" -eq 0 ]; then
   record "$name" "NOT RUN" "no GPU"
-elif [ $built -eq 0 ] || [ ! -x "$build/bench/strata-gpu-staging" ]; then
-  record "$name" "NOT RUN" "strata-gpu-staging was not built"
+elif [ $built -eq 0 ] || [ ! -x "$build/bench/strata-gpu-allreduce" ]; then
+  record "$name" "NOT RUN" "strata-gpu-allreduce was not built"
 else
-  run "$name" 600 "$build/bench/strata-gpu-staging" --ranks 2 --bytes 67108864 --iters 20
+  run "$name" 600 "$build/bench/strata-gpu-allreduce" --ranks 2 --bytes 268435456 --iters 10 --rounds 5
   status=$?
-  row=$(grep -E '^\| [0-9]' "$(logOf "$name")" | tail -n 1)
-  if [ $status -eq 0 ] && [ -n "$row" ]; then
-    record "$name" "PASS" "busbw / copy rate = $(cut -d'|' -f8 <<<"$row" | tr -d ' ') (target 0.70): $row"
+  direct=$(grep -E '^\| GPU to GPU' "$(logOf "$name")" | tail -n 1)
+  staged=$(grep -E '^\| staged' "$(logOf "$name")" | tail -n 1)
+  if [ $status -eq 0 ] && [ -n "$direct" ] && [ -n "$staged" ]; then
+    record "$name" "PASS" "GPU to GPU busbw / D2D = $(cut -d'|' -f7 <<<"$direct" | tr -d ' ') (target 0.40), 8 B $(cut -d'|' -f9 <<<"$direct" | tr -d ' ') us; staged busbw / pinned = $(cut -d'|' -f8 <<<"$staged" | tr -d ' ') (target 0.70), 8 B $(cut -d'|' -f9 <<<"$staged" | tr -d ' ') us"
   else
     record "$name" "FAIL" "$(why "$status" "$name")"
   fi
