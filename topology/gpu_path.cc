@@ -78,8 +78,9 @@ GpuPath chooseGpuPath(const Machine& m, const HostInfo& a, const HostInfo& b, co
   p.stagingUs = staging.us(kGpuPathBytes);
   if ((p.link == GpuLink::Unknown ? GpuLink::Phb : p.link) > c.farthest) {
     p.route = GpuRoute::Staging;
-    p.why = "the GPUs are " + link + " apart, beyond STRATA_P2P_LEVEL=" + params::p2pLevel() +
-            ": staged through host memory";
+    const std::string apart = p.link == GpuLink::Unknown ? "an unknown PCI path apart (a GPU hwloc does not show; judged as PHB)"
+                                                         : link + " apart";
+    p.why = "the GPUs are " + apart + ", beyond STRATA_P2P_LEVEL=" + params::p2pLevel() + ": staged through host memory";
     return p;
   }
   const LinkCost direct = directCost(p.link, p.nvlinks, c);

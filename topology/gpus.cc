@@ -28,8 +28,12 @@ bool computeOsdev(hwloc_obj_t o) {
 bool isGpu(hwloc_obj_t pci) {
   for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling)
     if (computeOsdev(c)) return true;
+  // Without plugins: NVIDIA's and AMD's display / 3D controllers, and their
+  // processing accelerators (class 0x12: AMD's Instinct parts). An AMD APU's
+  // integrated graphics counts too; its pairs then price as what they are.
   const auto& a = pci->attr->pcidev;
-  return (a.class_id >> 8) == 0x03 && (a.vendor_id == kVendorNvidia || a.vendor_id == kVendorAmd);
+  const unsigned base = a.class_id >> 8;
+  return (base == 0x03 || base == 0x12) && (a.vendor_id == kVendorNvidia || a.vendor_id == kVendorAmd);
 }
 
 std::string busIdOf(hwloc_obj_t pci) {
@@ -79,7 +83,8 @@ int bridgesBelow(hwloc_obj_t dev, hwloc_obj_t top) {
 // bridge is a switch (PIX when each GPU hangs off one of its downstream
 // ports, PXB when further switches lie between), a host bridge is the CPU's
 // root complex (PHB), and anything above I/O means crossing between host
-// bridges: within a package (NODE) or across packages (SYS).
+// bridges: within a NUMA node (NODE) or between NUMA nodes (SYS), where
+// nvidia-smi draws the line (the package, where the NUMA node is unknown).
 GpuLink pciLink(hwloc_obj_t a, hwloc_obj_t b, const IoDevice& da, const IoDevice& db) {
   if (a == b) return GpuLink::Same;
   hwloc_obj_t top = commonAncestor(a, b);
@@ -87,7 +92,7 @@ GpuLink pciLink(hwloc_obj_t a, hwloc_obj_t b, const IoDevice& da, const IoDevice
     if (top->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST) return GpuLink::Phb;
     return bridgesBelow(a, top) <= 1 && bridgesBelow(b, top) <= 1 ? GpuLink::Pix : GpuLink::Pxb;
   }
-  if (top && top->type == HWLOC_OBJ_PCI_DEVICE) return GpuLink::Pix;
+  if (da.numa >= 0 || db.numa >= 0) return da.numa == db.numa ? GpuLink::Node : GpuLink::Sys;
   return da.package >= 0 && da.package == db.package ? GpuLink::Node : GpuLink::Sys;
 }
 
@@ -204,13 +209,14 @@ int nvlinkLanes(const Machine& m, int a, int b) {
   return m.nvlinks[size_t(a) * n + b];
 }
 
-void probeGpus(hwloc_topology_t t, const std::string& nvlinkSpec, Machine* m) {
+void probeGpus(hwloc_topology_t t, const std::string& nvlinkSpec, bool thisMachine, Machine* m) {
+  // In bus id order, as nvidia-smi numbers them (and CUDA, with
+  // CUDA_DEVICE_ORDER=PCI_BUS_ID).
   std::vector<hwloc_obj_t> objs;
-  for (hwloc_obj_t pci = nullptr; (pci = hwloc_get_next_pcidev(t, pci));) {
-    if (!isGpu(pci)) continue;
-    objs.push_back(pci);
-    m->gpus.push_back(describeGpu(t, pci));
-  }
+  for (hwloc_obj_t pci = nullptr; (pci = hwloc_get_next_pcidev(t, pci));)
+    if (isGpu(pci)) objs.push_back(pci);
+  std::sort(objs.begin(), objs.end(), [](hwloc_obj_t x, hwloc_obj_t y) { return busIdOf(x) < busIdOf(y); });
+  for (hwloc_obj_t pci : objs) m->gpus.push_back(describeGpu(t, pci));
   const int n = static_cast<int>(objs.size());
   m->gpuLinks.assign(size_t(n) * n, GpuLink::Unknown);
   for (int a = 0; a < n; ++a)
@@ -229,6 +235,10 @@ void probeGpus(hwloc_topology_t t, const std::string& nvlinkSpec, Machine* m) {
   } else if (n < 2) {
     m->nvlinks.assign(size_t(n) * n, 0);
     m->nvlinkSource = "none (fewer than 2 GPUs)";
+  } else if (!thisMachine) {
+    // NVML describes this machine's GPUs, not an injected topology's.
+    m->nvlinks.assign(size_t(n) * n, 0);
+    m->nvlinkSource = "none (an injected topology: STRATA_TOPO_NVLINK gives its lanes)";
   } else {
     std::vector<std::string> ids;
     for (const IoDevice& d : m->gpus) ids.push_back(d.pciBusId);

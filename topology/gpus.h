@@ -37,16 +37,18 @@ int gpuIndex(const Machine& m, const std::string& busId);
 GpuLink gpuLink(const Machine& m, int a, int b);
 int nvlinkLanes(const Machine& m, int a, int b);
 
-// Fills m->gpus, gpuLinks, nvlinks and nvlinkSource from a loaded topology,
-// NVML and `nvlinkSpec` (STRATA_TOPO_NVLINK: "0-1:4,2-3:4" gives GPUs 0 and
-// 1, and 2 and 3, four lanes each; "all:18" gives every pair 18, as
-// NVSwitches do; it replaces NVML's answer).
-void probeGpus(hwloc_topology_t t, const std::string& nvlinkSpec, Machine* m);
+// Fills m->gpus (in bus id order, as nvidia-smi numbers them), gpuLinks,
+// nvlinks and nvlinkSource from a loaded topology and `nvlinkSpec`
+// (STRATA_TOPO_NVLINK: "0-1:4,2-3:4" gives GPUs 0 and 1, and 2 and 3, four
+// lanes each; "all:18" gives every pair 18, as NVSwitches do), else, for
+// this machine's own topology (not an injected one), NVML.
+void probeGpus(hwloc_topology_t t, const std::string& nvlinkSpec, bool thisMachine, Machine* m);
 
-// Lanes between the GPUs at `busIds` as NVML reports them (n x n, row-major),
-// GPUs wired to NVSwitches counting as connected to every other such GPU
-// with the fewer lanes of the two. False, with the reason, when NVML is
-// missing or fails.
+// Lanes between the GPUs at `busIds` as NVML reports them (n x n, row-major,
+// symmetric: the more lanes either end reports), GPUs wired to NVSwitches
+// counting as connected to every other such GPU with the fewer switch lanes
+// of the two. False, with the reason, when NVML is missing, fails, or knows
+// none of these GPUs.
 bool nvmlLanes(const std::vector<std::string>& busIds, std::vector<int>* lanes, std::string* why);
 
 }  // namespace strata::topo

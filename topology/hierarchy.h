@@ -11,7 +11,9 @@
 
 namespace strata::topo {
 
-// A socket's ranks using one GPU (several ranks may share one).
+// A socket's ranks using one GPU (several ranks may share one). Grouped
+// within the socket of the ranks' cpus: ranks bound to different packages
+// that share a GPU show it under each socket.
 struct GpuGroup {
   std::string busId;       // HostInfo::gpu
   std::vector<int> ranks;  // ascending

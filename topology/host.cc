@@ -46,7 +46,8 @@ int cpusAllowed(uint64_t* mask) {
 }
 
 // The rank's GPU as a bus id: STRATA_TOPO_GPU (an index into the
-// topology's GPUs, or a bus id), else CUDA's current device, else none.
+// topology's GPUs, or a bus id), else CUDA's current device on this machine
+// (none in an injected topology), else none.
 std::string rankGpu(const Machine& m) {
   const std::string& forced = params::topoGpu();
   if (!forced.empty()) {
@@ -59,6 +60,8 @@ std::string rankGpu(const Machine& m) {
     STRATA_WARN(TOPO, "STRATA_TOPO_GPU='%s' is neither a PCI bus id nor the index of one of the %zu GPUs of %s; "
                 "using CUDA's current device", forced.c_str(), m.gpus.size(), m.source.c_str());
   }
+  // CUDA's devices are this machine's, not an injected topology's.
+  if (!m.thisMachine) return "";
   const int device = gpu::currentDevice();
   for (const gpu::DeviceInfo& d : gpu::runtime().devices)
     if (d.index == device) return normalizeBusId(d.pciBusId);

@@ -36,6 +36,7 @@ hwloc_const_cpuset_t locality(hwloc_topology_t t, hwloc_obj_t io) {
 namespace {
 
 constexpr long kMaxCpu = 1 << 20;  // far above any machine; bounds the bitmap
+constexpr const char* kThisMachine = "this machine";  // Machine::source when nothing was injected
 
 // A loaded topology with what strata asks of every machine (its I/O devices,
 // and the whole host's cpus, not just the ones this process may use), or null
@@ -79,7 +80,7 @@ hwloc_topology_t loadTopology(const std::string& file, const std::string& synthe
   }
   if (t) return t;
   t = loadWith([](hwloc_topology_t) { return 0; });
-  if (t) *source = "this machine";
+  if (t) *source = kThisMachine;
   else
     STRATA_WARN(TOPO, "hwloc could not load this machine's topology (%s); packages, NUMA nodes and "
                 "NICs are unknown", errnoText(errno).c_str());
@@ -101,7 +102,7 @@ IoDevice describeDevice(hwloc_topology_t t, hwloc_obj_t dev) {
   return d;
 }
 
-Machine describeMachine(hwloc_topology_t t, const std::string& nvlinkSpec) {
+Machine describeMachine(hwloc_topology_t t, const std::string& nvlinkSpec, bool thisMachine) {
   Machine m;
   m.packages = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE);
   m.numaNodes = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
@@ -129,7 +130,7 @@ Machine describeMachine(hwloc_topology_t t, const std::string& nvlinkSpec) {
       default: break;
     }
   }
-  probeGpus(t, nvlinkSpec, &m);
+  probeGpus(t, nvlinkSpec, thisMachine, &m);
 
   unsigned nr = 1;
   hwloc_distances_s* dist = nullptr;
@@ -271,8 +272,10 @@ TopologyProbe probeTopology(const std::vector<int>& affinity) {
     std::string source = "unavailable";
     cache->topology = loadTopology(file, synthetic, &source);
     if (old) hwloc_topology_destroy(old);
-    cache->machine = cache->topology ? describeMachine(cache->topology, nvlink) : Machine();
+    const bool thisMachine = source == kThisMachine;
+    cache->machine = cache->topology ? describeMachine(cache->topology, nvlink, thisMachine) : Machine();
     cache->machine.source = source;
+    cache->machine.thisMachine = thisMachine;
     cache->file = file;
     cache->synthetic = synthetic;
     cache->nvlink = nvlink;

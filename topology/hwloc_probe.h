@@ -36,13 +36,14 @@ enum class GpuLink : uint8_t {
   Pix,      // within one PCIe switch
   Pxb,      // across several PCIe switches, not through a CPU
   Phb,      // through one CPU's PCIe host bridge
-  Node,     // between host bridges of one package
-  Sys,      // across packages, over the SMP interconnect
+  Node,     // between host bridges of one NUMA node
+  Sys,      // between NUMA nodes, over the SMP interconnect
   Unknown,  // one of them is not in the topology
 };
 
 struct Machine {
   std::string source;  // "this machine", "synthetic '...'", "file '...'"
+  bool thisMachine = false;  // probed, not injected (STRATA_TOPO_FILE, STRATA_TOPO_SYNTHETIC)
   int packages = 0;
   int numaNodes = 0;
   int cores = 0;

@@ -25,19 +25,23 @@ const std::string kServer = std::string(STRATA_TEST_DATA) + "/gpu_server.xml";
 
 // The bus ids gpu_server.xml places, in hwloc's order, and where.
 const std::vector<std::string> kBusIds = {"0000:03:00.0", "0000:04:00.0", "0000:06:00.0", "0000:11:00.0",
-                                          "0000:21:00.0"};
-const std::vector<int> kPackages = {0, 0, 0, 0, 1};
+                                          "0000:21:00.0", "0000:25:00.0", "0000:27:00.0"};
+const std::vector<int> kPackages = {0, 0, 0, 0, 1, 1, 1};
+constexpr int kGpus = 7;
 
-// What the XML's PCI tree says, pair by pair: 0 and 1 under one switch, 2
-// on a second root port of their host bridge, 3 under a second host bridge
-// of package 0, 4 on package 1.
+// What the XML's PCI tree says, pair by pair: on package 0, 0 and 1 under
+// one switch, 2 on a second root port of their host bridge, 3 under a second
+// host bridge; on package 1 (another NUMA node), 4 on one root port, 5 and 6
+// on another, 6 behind one more switch.
 GpuLink expectedPciLink(int a, int b) {
   if (a == b) return GpuLink::Same;
   if (a > b) std::swap(a, b);
-  if (b == 4) return GpuLink::Sys;
+  if (a <= 3 && b >= 4) return GpuLink::Sys;
   if (b == 3) return GpuLink::Node;
   if (b == 2) return GpuLink::Phb;
-  return GpuLink::Pix;
+  if (b == 1) return GpuLink::Pix;
+  if (a == 4) return GpuLink::Phb;
+  return GpuLink::Pxb;
 }
 
 // A rank of host `host` using GPU `busId` ("" for none), bound to `package`.
@@ -85,7 +89,7 @@ class GpuTopology : public ::testing::Test {
 
 TEST_F(GpuTopology, FindsTheComputeGpusAndTheirPlaces) {
   const Machine m = machine();
-  ASSERT_EQ(m.gpus.size(), kBusIds.size()) << "the VGA display at 0000:20:03.0 is no compute GPU; the 5 NVIDIA ones are";
+  ASSERT_EQ(m.gpus.size(), kBusIds.size()) << "the VGA display at 0000:20:03.0 is no compute GPU; the 7 NVIDIA ones are";
   for (size_t i = 0; i < kBusIds.size(); ++i) {
     EXPECT_EQ(m.gpus[i].pciBusId, kBusIds[i]);
     EXPECT_EQ(m.gpus[i].package, kPackages[i]) << kBusIds[i];
@@ -101,23 +105,25 @@ TEST_F(GpuTopology, FindsTheComputeGpusAndTheirPlaces) {
 
 TEST_F(GpuTopology, PciLinksFollowTheTree) {
   const Machine m = machine();
-  ASSERT_EQ(m.gpus.size(), 5u);
-  for (int a = 0; a < 5; ++a)
-    for (int b = 0; b < 5; ++b) {
+  ASSERT_EQ(m.gpus.size(), size_t(kGpus));
+  for (int a = 0; a < kGpus; ++a)
+    for (int b = 0; b < kGpus; ++b) {
       EXPECT_EQ(gpuLink(m, a, b), expectedPciLink(a, b)) << a << "-" << b;
       EXPECT_EQ(nvlinkLanes(m, a, b), 0);
     }
-  EXPECT_EQ(gpuLink(m, 0, 5), GpuLink::Unknown);
+  EXPECT_EQ(gpuLink(m, 0, kGpus), GpuLink::Unknown);
   EXPECT_EQ(gpuLink(m, -1, 0), GpuLink::Unknown);
-  EXPECT_NE(m.nvlinkSource.find("none"), std::string::npos) << m.nvlinkSource;
+  // An injected topology's lanes come only from STRATA_TOPO_NVLINK, never
+  // from the NVML of the machine the test runs on.
+  EXPECT_NE(m.nvlinkSource.find("injected"), std::string::npos) << m.nvlinkSource;
 }
 
 TEST_F(GpuTopology, NvlinkLanesFromTheVariable) {
   set("STRATA_TOPO_NVLINK", "0-1:4,2-3:2");
   Machine m = machine();
   EXPECT_EQ(m.nvlinkSource, "STRATA_TOPO_NVLINK");
-  for (int a = 0; a < 5; ++a)
-    for (int b = 0; b < 5; ++b) {
+  for (int a = 0; a < kGpus; ++a)
+    for (int b = 0; b < kGpus; ++b) {
       const bool paired = (std::min(a, b) == 0 && std::max(a, b) == 1) || (std::min(a, b) == 2 && std::max(a, b) == 3);
       EXPECT_EQ(nvlinkLanes(m, a, b), paired ? (a + b == 1 ? 4 : 2) : 0) << a << "-" << b;
       EXPECT_EQ(gpuLink(m, a, b), paired ? GpuLink::NVLink : expectedPciLink(a, b)) << a << "-" << b;
@@ -126,15 +132,15 @@ TEST_F(GpuTopology, NvlinkLanesFromTheVariable) {
 
   set("STRATA_TOPO_NVLINK", "all:18");
   m = machine();
-  for (int a = 0; a < 5; ++a)
-    for (int b = 0; b < 5; ++b) {
+  for (int a = 0; a < kGpus; ++a)
+    for (int b = 0; b < kGpus; ++b) {
       EXPECT_EQ(nvlinkLanes(m, a, b), a == b ? 0 : 18);
       EXPECT_EQ(gpuLink(m, a, b), a == b ? GpuLink::Same : GpuLink::NVLink);
     }
 }
 
 TEST_F(GpuTopology, RefusedNvlinkSpecsAreWarnedAndIgnored) {
-  for (const char* bad : {"0-0:4", "0-5:1", "0-1:0", "0-1", "all:", "all:0", "1-2:3;", "x"}) {
+  for (const char* bad : {"0-0:4", "0-7:1", "0-1:0", "0-1", "all:", "all:0", "1-2:3;", "x"}) {
     set("STRATA_TOPO_NVLINK", bad);
     std::string warnings;
     const Machine m = machine(&warnings);
@@ -170,7 +176,8 @@ TEST_F(GpuTopology, TheRanksGpuFromTheVariable) {
   unsetenv("STRATA_TOPO_GPU");
   params::reload();
   ::testing::internal::CaptureStderr();
-  const std::string natural = gpuKey(probeHost());  // CUDA's current device, or none
+  const std::string natural = gpuKey(probeHost());
+  EXPECT_EQ(natural, "") << "in an injected topology a rank has no GPU unless STRATA_TOPO_GPU names one";
   ::testing::internal::GetCapturedStderr();
   const std::pair<const char*, std::string> cases[] = {
       {"2", kBusIds[2]}, {"0000:21:00.0", kBusIds[4]}, {"0000:11:00.0", kBusIds[3]},
@@ -179,7 +186,7 @@ TEST_F(GpuTopology, TheRanksGpuFromTheVariable) {
     set("STRATA_TOPO_GPU", value);
     EXPECT_EQ(gpuKey(probeHost()), want) << value;
   }
-  for (const char* bad : {"5", "-1", "gpu0"}) {
+  for (const char* bad : {"7", "-1", "gpu0"}) {
     set("STRATA_TOPO_GPU", bad);
     ::testing::internal::CaptureStderr();
     const std::string got = gpuKey(probeHost());
@@ -236,6 +243,7 @@ TEST_F(GpuTopology, TheCostModelPicksPerPair) {
       {0, 1, GpuLink::Pix, us(6, 22), GpuRoute::Direct},
       {1, 2, GpuLink::Phb, us(6, 11), GpuRoute::Direct},
       {1, 3, GpuLink::Node, us(6, 11), GpuRoute::Direct},
+      {5, 6, GpuLink::Pxb, us(6, 22), GpuRoute::Direct},
       {1, 4, GpuLink::Sys, us(6, 5.5), GpuRoute::Staging},
   };
   for (const Case& k : cases) {

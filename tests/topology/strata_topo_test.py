@@ -96,9 +96,11 @@ doc = run_job([dict(STRATA_TOPO_FILE=server, STRATA_TOPO_CPUS=cpus, STRATA_TOPO_
                for cpus, gpu in [("0", "0"), ("1", "0000:03:00.0"), ("2", "4"), ("3", "")]], "GPU job")
 if doc:
     check([g["pciBusId"] for g in doc["machine"]["gpus"]] ==
-          ["0000:03:00.0", "0000:04:00.0", "0000:06:00.0", "0000:11:00.0", "0000:21:00.0"],
+          ["0000:03:00.0", "0000:04:00.0", "0000:06:00.0", "0000:11:00.0", "0000:21:00.0", "0000:25:00.0",
+           "0000:27:00.0"],
           "machine gpus: %r" % doc["machine"]["gpus"])
-    check(doc["machine"]["gpuLinks"][0] == ["X", "PIX", "PHB", "NODE", "SYS"],
+    check(doc["machine"]["gpuLinks"][0] == ["X", "PIX", "PHB", "NODE", "SYS", "SYS", "SYS"] and
+          doc["machine"]["gpuLinks"][5][4:] == ["PHB", "X", "PXB"],
           "gpu 0's links: %r" % doc["machine"]["gpuLinks"])
     sockets = [[(g["busId"], g["ranks"]) for g in s["gpus"]] for s in doc["hierarchy"]["nodes"][0]["sockets"]]
     check(sockets == [[("0000:03:00.0", [0, 1])], [("0000:21:00.0", [2])]], "gpu groups: %r" % sockets)
