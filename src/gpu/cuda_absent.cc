@@ -75,4 +75,6 @@ Status synchronize(void* stream) {
   return makeErrorQuiet(STRATA_ERR_CUDA, "cannot synchronize stream %p: %s", stream, kWhy);
 }
 
+Status streamError(void*) { return Status::ok(); }
+
 }  // namespace strata::gpu

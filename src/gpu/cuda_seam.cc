@@ -138,9 +138,10 @@ Status notUsable(const char* what) {
   return makeErrorQuiet(STRATA_ERR_CUDA, "%s: no CUDA device is usable here (%s)", what, runtime().why.c_str());
 }
 
-// Flags come from allocPinned: mapped pinned memory, which under unified
-// addressing (every 64-bit Linux process, every device strata supports) has
-// the same address on the device as on the host.
+// Flags come from allocPinned, or from host memory registerHost mapped (it
+// checks the device may use host pointers to it): under unified addressing
+// (every 64-bit Linux process, every device strata supports) either has the
+// same address on the device as on the host.
 CUdeviceptr deviceAddress(Flag* flag) { return reinterpret_cast<CUdeviceptr>(flag); }
 
 struct PendingStore {
@@ -429,6 +430,13 @@ Status synchronize(void* stream) {
   if (err == cudaSuccess) return Status::ok();
   cudaGetLastError();
   return STRATA_ERROR(STRATA_ERR_CUDA, "cudaStreamSynchronize(%p): %s", stream, errorText(err).c_str());
+}
+
+Status streamError(void* stream) {
+  cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(stream));
+  if (err == cudaSuccess || err == cudaErrorNotReady) return Status::ok();
+  cudaGetLastError();
+  return makeErrorQuiet(STRATA_ERR_CUDA, "work on stream %p failed: %s", stream, errorText(err).c_str());
 }
 
 }  // namespace strata::gpu

@@ -119,5 +119,8 @@ Status createStream(void** out);
 void destroyStream(void* stream);
 // Waits until everything on `stream` has run (setup and tests only).
 Status synchronize(void* stream);
+// The error that work already on `stream` ran into (a fault in a copy or
+// kernel), if any; ok while it runs or after it succeeded. Does not wait.
+Status streamError(void* stream);
 
 }  // namespace strata::gpu

@@ -1,5 +1,6 @@
 // main() for the cuda transport's conformance cases: where no GPU is usable
-// the program reports a skip to meson (exit 77) with CUDA's reason. It asks
+// the program reports a skip to meson (exit 77) with CUDA's reason, and
+// where one is, a case that skips fails the program. It asks
 // in a child process: the cases fork their ranks, and a process forked after
 // its parent started CUDA cannot use CUDA, so this one must never start it.
 #include <gtest/gtest.h>
@@ -26,5 +27,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (WEXITSTATUS(status) != 0) return WEXITSTATUS(status);
-  return RUN_ALL_TESTS();
+  const int failed = RUN_ALL_TESTS();
+  // Where a GPU is usable, a case that skips (cuda cannot connect the two
+  // ranks, say) checked nothing: that is a failure here, not a pass.
+  const int skipped = testing::UnitTest::GetInstance()->skipped_test_count();
+  if (skipped > 0) {
+    std::printf("FAIL: %d case(s) skipped although a GPU is usable\n", skipped);
+    return 1;
+  }
+  return failed;
 }

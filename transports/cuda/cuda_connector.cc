@@ -31,6 +31,9 @@ FifoEnd::FifoEnd(char* host, char* slots, size_t slotBytes, int nslots, std::sha
       stream_(std::move(stream)) {}
 
 Status FifoEnd::health() {
+  // A copy that faulted on the GPU never reaches the counter store behind
+  // it: the peer would wait for it until its deadline.
+  if (failed_.isOk()) failed_ = gpu::streamError(stream_->stream);
   if (!failed_.isOk()) return failed_;
   if (control_->aborted.load(std::memory_order_acquire))
     return makeErrorQuiet(STRATA_ERR_REMOTE, "rank %d failed or aborted the communicator", peer_->rank());
@@ -56,8 +59,11 @@ void CudaSendConnector::publish(size_t bytes, const SlotTag& tag) {
   h.tagDesc = tag.desc;
   h.bytes = bytes;
   ++tail_;
-  // The header's stores are ordered before the enqueue (which writes to
-  // the GPU's doorbell), hence before the GPU's store of `published`.
+  // The header's stores must be visible before the GPU's store of
+  // `published`, which comes after the enqueue below. The fence orders them
+  // before the enqueue's own stores; that those reach the GPU's doorbell
+  // after them rests on the driver's barrier before its doorbell write
+  // (and on x86's store order).
   std::atomic_thread_fence(std::memory_order_release);
   store(&control_->published, tail_);
 }

@@ -30,8 +30,12 @@ struct Offer {
   char why[220];
 };
 
+// A rank's outcome. Setting up (allocating, exporting, mapping) fails
+// before the self-test; a rank that could not set up writes no probe, so
+// its peers' self-tests fail too: the setup failure is the one reported.
+enum Stage : uint32_t { kPassed = 0, kSetup = 1, kSelfTest = 2 };
 struct Verdict {
-  uint32_t ok;
+  uint32_t stage;
   char why[252];
 };
 
@@ -63,7 +67,12 @@ std::string hex(const unsigned char* b, size_t n) {
 
 CudaTransport::~CudaTransport() {
   // Every stream finishes (its counter stores reach the segments) before
-  // the memory it writes is unregistered or unmapped.
+  // the memory it writes is unregistered or unmapped, even if a connector
+  // still holds it.
+  for (auto& cs : streams_) {
+    Status s = gpu::synchronize(cs->stream);
+    if (!s.isOk()) STRATA_WARN(NET, "finishing a cuda channel's stream: %s", s.message().c_str());
+  }
   streams_.clear();
   for (Mapped& p : peers_) {
     gpu::ipcClose(p.slots);
@@ -151,6 +160,7 @@ Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
     else streams_.push_back(std::move(cs));
   }
 
+  const bool setUp = failure.empty();
   // 3. The self-test: each sender writes its probe into every FIFO it will
   // fill, by the copy engine, into the receiver's GPU memory...
   std::vector<unsigned char> probes(req.peers.size() * req.nchannels * kProbeBytes);
@@ -193,14 +203,18 @@ Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
       }
     }
   }
-  Verdict verdict{failure.empty() ? 1u : 0u, {}};
+  Verdict verdict{failure.empty() ? kPassed : setUp ? kSelfTest : kSetup, {}};
   copyText(verdict.why, sizeof(verdict.why), failure);
   std::vector<Verdict> verdicts(nranks);
   STRATA_CHECK(req.oob->allgather(&verdict, verdicts.data(), sizeof(Verdict)));
-  for (Verdict& v : verdicts) {
-    if (v.ok) continue;
-    v.why[sizeof(v.why) - 1] = '\0';
-    return makeErrorQuiet(STRATA_ERR_CUDA, "the cuda transport cannot connect this communicator's GPUs: %s", v.why);
+  const Verdict* first = nullptr;  // the earliest stage's failure, of the lowest rank
+  for (const Verdict& v : verdicts)
+    if (v.stage != kPassed && (!first || v.stage < first->stage)) first = &v;
+  if (first) {
+    char why[sizeof(first->why)];
+    std::memcpy(why, first->why, sizeof(why));
+    why[sizeof(why) - 1] = '\0';
+    return makeErrorQuiet(STRATA_ERR_CUDA, "the cuda transport cannot connect this communicator's GPUs: %s", why);
   }
 
   // 4. The connectors.
