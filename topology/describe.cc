@@ -96,22 +96,8 @@ std::string gpuLinkText(const Machine& m, int a, int b) {
 }
 
 std::string gpuLinkMatrix(const Machine& m) {
-  const int n = static_cast<int>(m.gpus.size());
-  std::string out = "  gpu links (nvlink: " + m.nvlinkSource + "):\n      ";
-  char cell[16];
-  for (int b = 0; b < n; ++b) {
-    std::snprintf(cell, sizeof(cell), "%6d", b);
-    out += cell;
-  }
-  for (int a = 0; a < n; ++a) {
-    std::snprintf(cell, sizeof(cell), "\n  %4d", a);
-    out += cell;
-    for (int b = 0; b < n; ++b) {
-      std::snprintf(cell, sizeof(cell), "%6s", gpuLinkText(m, a, b).c_str());
-      out += cell;
-    }
-  }
-  return out + "\n";
+  return "  gpu links (nvlink: " + m.nvlinkSource + "):\n" +
+         matrixText(static_cast<int>(m.gpus.size()), [&](int a, int b) { return gpuLinkText(m, a, b); }) + "\n";
 }
 
 std::string gpuLinksJson(const Machine& m) {
@@ -126,6 +112,24 @@ std::string gpuLinksJson(const Machine& m) {
 }
 
 }  // namespace
+
+std::string matrixText(int n, const std::function<std::string(int row, int col)>& cell) {
+  std::string out = "      ";
+  char text[32];
+  for (int b = 0; b < n; ++b) {
+    std::snprintf(text, sizeof(text), "%6d", b);
+    out += text;
+  }
+  for (int a = 0; a < n; ++a) {
+    std::snprintf(text, sizeof(text), "\n%6d", a);
+    out += text;
+    for (int b = 0; b < n; ++b) {
+      std::snprintf(text, sizeof(text), "%6s", cell(a, b).c_str());
+      out += text;
+    }
+  }
+  return out;
+}
 
 std::string jsonQuote(const std::string& text) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());

@@ -2,6 +2,7 @@
 // strata-topo prints, and what a user pastes into a bug report.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ std::string describeJson(const Hierarchy& h, const std::vector<HostInfo>& all);
 // One machine as hwloc sees it, and where this rank sits in it.
 std::string describeMachine(const TopologyProbe& probe);
 std::string describeMachineJson(const TopologyProbe& probe);
+
+// An n x n table with row and column indexes, cells 6 characters wide,
+// cell(row, col) giving each one's text; no newline after the last row.
+std::string matrixText(int n, const std::function<std::string(int row, int col)>& cell);
 
 // `text` as a JSON string literal (quoted, escaped; bytes that are not UTF-8
 // become U+FFFD so the document stays valid).

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "event_timer.h"
 #include "strata/strata.h"
 
 namespace {
@@ -75,21 +76,6 @@ struct Path {
   size_t wrong = 0;
 };
 
-// Bytes per second of `copies` back-to-back copies of `bytes`, timed with events.
-template <typename Enqueue>
-double rate(int rank, cudaStream_t stream, size_t bytes, int copies, Enqueue enqueue) {
-  cudaEvent_t start, stop;
-  CUDA_OR_EXIT(cudaEventCreate(&start));
-  CUDA_OR_EXIT(cudaEventCreate(&stop));
-  enqueue();  // warm
-  CUDA_OR_EXIT(cudaEventRecord(start, stream));
-  for (int i = 0; i < copies; ++i) enqueue();
-  CUDA_OR_EXIT(cudaEventRecord(stop, stream));
-  CUDA_OR_EXIT(cudaEventSynchronize(stop));
-  float ms = 0;
-  CUDA_OR_EXIT(cudaEventElapsedTime(&ms, start, stop));
-  return double(bytes) * copies / (ms * 1e-3) / 1e9;
-}
 
 int runRank(const Args& a, int rank, const strata_unique_id_t* ids) {
   CUDA_OR_EXIT(cudaSetDevice(a.device));
@@ -113,9 +99,11 @@ int runRank(const Args& a, int rank, const strata_unique_id_t* ids) {
   double d2d = 0, staged = 0;
   STRATA_OR_EXIT(strata_barrier(paths[0].comm));
   if (rank == 0) {
-    d2d = rate(rank, stream, a.bytes, a.iters,
-               [&] { CUDA_OR_EXIT(cudaMemcpyAsync(dout, din, a.bytes, cudaMemcpyDeviceToDevice, stream)); });
-    staged = rate(rank, stream, a.bytes, a.iters, [&] {
+    const double gb = a.bytes / 1e9;
+    d2d = gb / strata::bench::eventSeconds(stream, a.iters, [&] {
+      CUDA_OR_EXIT(cudaMemcpyAsync(dout, din, a.bytes, cudaMemcpyDeviceToDevice, stream));
+    });
+    staged = gb / strata::bench::eventSeconds(stream, a.iters, [&] {
       CUDA_OR_EXIT(cudaMemcpyAsync(pinned, din, a.bytes, cudaMemcpyDeviceToHost, stream));
       CUDA_OR_EXIT(cudaMemcpyAsync(dout, pinned, a.bytes, cudaMemcpyHostToDevice, stream));
     });

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "device_kernels.h"
+#include "event_timer.h"
 #include "strata/strata.h"
 
 namespace {
@@ -27,21 +28,6 @@ namespace {
     }                                                                                               \
   } while (0)
 
-// Seconds per run of fn, timed with events over `iters` runs after one warm-up.
-template <typename Fn>
-double timed(cudaStream_t stream, int iters, Fn fn) {
-  cudaEvent_t start, stop;
-  CUDA_OR_EXIT(cudaEventCreate(&start));
-  CUDA_OR_EXIT(cudaEventCreate(&stop));
-  fn();
-  CUDA_OR_EXIT(cudaEventRecord(start, stream));
-  for (int i = 0; i < iters; ++i) fn();
-  CUDA_OR_EXIT(cudaEventRecord(stop, stream));
-  CUDA_OR_EXIT(cudaEventSynchronize(stop));
-  float ms = 0;
-  CUDA_OR_EXIT(cudaEventElapsedTime(&ms, start, stop));
-  return ms * 1e-3 / iters;
-}
 
 }  // namespace
 
@@ -71,7 +57,7 @@ int main(int argc, char** argv) {
   CUDA_OR_EXIT(cudaMemset(a, 0, bytes));
   CUDA_OR_EXIT(cudaMemset(b, 0, bytes));
   CUDA_OR_EXIT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const double copy = timed(stream, iters, [&] { CUDA_OR_EXIT(cudaMemcpyAsync(out, a, bytes, cudaMemcpyDeviceToDevice, stream)); });
+  const double copy = strata::bench::eventSeconds(stream, iters, [&] { CUDA_OR_EXIT(cudaMemcpyAsync(out, a, bytes, cudaMemcpyDeviceToDevice, stream)); });
   const double copyGBs = 2.0 * bytes / copy / 1e9;
   std::printf("| GPU %d | bytes | op | GB/s moved | / D2D copy (%.0f GB/s) |\n| --- | --- | --- | --- | --- |\n", device,
               copyGBs);
@@ -82,7 +68,7 @@ int main(int argc, char** argv) {
                {STRATA_FLOAT64, "float64"}, {STRATA_INT32, "int32"}};
   for (const auto& t : types) {
     const size_t count = bytes / strata_datatype_size(t.dt);
-    const double s = timed(stream, iters, [&] {
+    const double s = strata::bench::eventSeconds(stream, iters, [&] {
       if (strata::kernels::device::reduce(t.dt, STRATA_SUM, out, a, b, count, stream) != 0) {
         std::fprintf(stderr, "launching the %s sum failed\n", t.name);
         std::exit(1);

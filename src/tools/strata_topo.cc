@@ -99,21 +99,8 @@ std::string gpuPathsJson(const std::vector<PairGpuPath>& pairs) {
 std::string transportMatrix(int nranks, const std::vector<PairTransport>& pairs) {
   std::vector<std::string> cell(size_t(nranks) * nranks, "-");
   for (const PairTransport& p : pairs) cell[size_t(p.a) * nranks + p.b] = cell[size_t(p.b) * nranks + p.a] = p.transport;
-  std::string out = "transports (rank x rank):\n      ";
-  char text[32];
-  for (int b = 0; b < nranks; ++b) {
-    std::snprintf(text, sizeof(text), "%6d", b);
-    out += text;
-  }
-  for (int a = 0; a < nranks; ++a) {
-    std::snprintf(text, sizeof(text), "\n%6d", a);
-    out += text;
-    for (int b = 0; b < nranks; ++b) {
-      std::snprintf(text, sizeof(text), "%6s", cell[size_t(a) * nranks + b].c_str());
-      out += text;
-    }
-  }
-  return out + "\n";
+  return "transports (rank x rank):\n" +
+         strata::topo::matrixText(nranks, [&](int a, int b) { return cell[size_t(a) * nranks + b]; }) + "\n";
 }
 
 int print(const std::vector<HostInfo>& all, const std::vector<std::unique_ptr<strata::Transport>>& transports,
