@@ -287,7 +287,14 @@ else
   direct=$(grep -E '^\| GPU to GPU' "$(logOf "$name")" | tail -n 1)
   staged=$(grep -E '^\| staged' "$(logOf "$name")" | tail -n 1)
   if [ $status -eq 0 ] && [ -n "$direct" ] && [ -n "$staged" ]; then
-    record "$name" "PASS" "GPU to GPU busbw / D2D = $(cut -d'|' -f7 <<<"$direct" | tr -d ' ') (target 0.40), 8 B $(cut -d'|' -f9 <<<"$direct" | tr -d ' ') us; staged busbw / pinned = $(cut -d'|' -f8 <<<"$staged" | tr -d ' ') (target 0.70), 8 B $(cut -d'|' -f9 <<<"$staged" | tr -d ' ') us"
+    directRatio=$(cut -d'|' -f7 <<<"$direct" | tr -d ' ')
+    stagedRatio=$(cut -d'|' -f8 <<<"$staged" | tr -d ' ')
+    detail="GPU to GPU busbw / D2D = $directRatio (target 0.40), 8 B $(cut -d'|' -f9 <<<"$direct" | tr -d ' ') us; staged busbw / pinned = $stagedRatio (target 0.70), 8 B $(cut -d'|' -f9 <<<"$staged" | tr -d ' ') us"
+    if awk -v d="$directRatio" -v s="$stagedRatio" 'BEGIN { exit !(d >= 0.40 && s >= 0.70) }'; then
+      record "$name" "PASS" "$detail"
+    else
+      record "$name" "FAIL" "below target: $detail"
+    fi
   else
     record "$name" "FAIL" "$(why "$status" "$name")"
   fi

@@ -1,7 +1,8 @@
 // Device memory's operations: each enqueues on the channel's stream and
-// returns; a refused enqueue is kept for takeDeviceError(), which the
-// channel asks after each operation (the executor's copies return nothing).
-#include <mutex>
+// returns; a refused enqueue is kept, per thread, for takeDeviceError(),
+// which the executor asks before it publishes a slot and the channel after
+// each operation (the copies return nothing). One thread drives a channel at
+// a time, so the error found is that channel's.
 
 #include "cuda_seam.h"
 #include "device_kernels.h"
@@ -11,12 +12,10 @@
 namespace strata {
 namespace {
 
-std::mutex gErrorMutex;
-Status gError;
+thread_local Status tError;
 
 void keep(const Status& s) {
-  std::lock_guard<std::mutex> lock(gErrorMutex);
-  if (gError.isOk()) gError = s;
+  if (tError.isOk()) tError = s;
 }
 
 void launched(int err, const char* what, size_t count, strata_datatype_t datatype, void* stream) {
@@ -50,9 +49,8 @@ void deviceScaleDown(void* dst, const void* src, size_t count, strata_datatype_t
 const MemoryOps kDeviceMemory = {MemoryType::Device, deviceCopy, noHostKernel, deviceReduce, deviceScaleDown};
 
 Status takeDeviceError() {
-  std::lock_guard<std::mutex> lock(gErrorMutex);
-  Status s = gError;
-  gError = Status::ok();
+  Status s = std::move(tError);
+  tError = Status::ok();
   return s;
 }
 

@@ -192,6 +192,14 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
       *error = STRATA_ERROR(STRATA_ERR_INTERNAL, "primitive %s cannot run here", primName(step.prim));
       return StepResult::Failed;
   }
+  if (__builtin_expect(ctx.stream != nullptr, 0)) {
+    // A refused copy must not be published as if its bytes were there.
+    Status refused = takeDeviceError();
+    if (!refused.isOk()) {
+      *error = refused;
+      return StepResult::Failed;
+    }
+  }
   if (send) send->publish(bytes, msg.tag);
   if (recv) consume(recv, step.recvPeer, msg.tag);
   return StepResult::Ran;

@@ -44,9 +44,10 @@ extern const MemoryOps kDeviceMemory;
 // The operations of `type`.
 const MemoryOps& memoryOps(MemoryType type);
 
-// The first copy or kernel that device memory failed to enqueue since the
-// last call (ok if none): its operations return nothing, so whoever runs
-// them asks after each operation.
+// The first copy or kernel that device memory failed to enqueue on this
+// thread since the last call (ok if none): its operations return nothing, so
+// whoever runs them asks, before publishing what they wrote and after each
+// operation.
 Status takeDeviceError();
 
 }  // namespace strata

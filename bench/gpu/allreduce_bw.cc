@@ -94,6 +94,7 @@ int runRank(const Args& a, int rank, const strata_unique_id_t* ids) {
   std::vector<float> host(count);
   for (size_t i = 0; i < count; ++i) host[i] = valueOf(rank, i);
   CUDA_OR_EXIT(cudaMemcpy(din, host.data(), a.bytes, cudaMemcpyHostToDevice));
+  CUDA_OR_EXIT(cudaDeviceSynchronize());  // a copy from pageable memory may return before it lands
 
   // The copy rates, rank 0 alone on the GPU.
   double d2d = 0, staged = 0;
@@ -113,7 +114,7 @@ int runRank(const Args& a, int rank, const strata_unique_id_t* ids) {
   strata_call_options_t opts = STRATA_CALL_OPTIONS_INIT;
   opts.stream = stream;
   for (Path& p : paths) {  // one checked run each
-    CUDA_OR_EXIT(cudaMemset(dout, 0, a.bytes));
+    CUDA_OR_EXIT(cudaMemsetAsync(dout, 0, a.bytes, stream));
     STRATA_OR_EXIT(strata_allreduce_ex(din, dout, count, STRATA_FLOAT32, STRATA_SUM, p.comm, &opts));
     CUDA_OR_EXIT(cudaStreamSynchronize(stream));
     CUDA_OR_EXIT(cudaMemcpy(host.data(), dout, a.bytes, cudaMemcpyDeviceToHost));
@@ -196,12 +197,14 @@ int main(int argc, char** argv) {
     if (pid == 0) _exit(runRank(a, r, ids));
     pids.push_back(pid);
   }
+  // A wrong result (1) outranks a GPU that refused (2).
   int worst = 0;
   for (pid_t pid : pids) {
     int status = 0;
     waitpid(pid, &status, 0);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-    worst = std::max(worst, code);
+    if (code == 1) worst = 1;
+    else if (worst != 1) worst = std::max(worst, code);
   }
   return worst;
 }

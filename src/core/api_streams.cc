@@ -34,7 +34,7 @@ Status describe(const char* name, const void* ptr, uint64_t bytes, streams::User
   if (kind.kind == gpu::MemKind::Unknown)
     return STRATA_ERROR(STRATA_ERR_CUDA, "CUDA could not say where %s=%p lives (cuPointerGetAttributes failed)",
                         name, ptr);
-  *out = {ptr, static_cast<size_t>(bytes), !gpu::hostReadable(kind.kind),
+  *out = {ptr, static_cast<size_t>(bytes), !gpu::hostReadable(kind.kind), kind.kind,
           kind.kind == gpu::MemKind::Device ? kind.device : -1};
   return Status::ok();
 }

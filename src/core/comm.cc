@@ -87,6 +87,7 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig) {
       if (c.deviceLinks.send[p]) c.deviceStream = c.deviceLinks.send[p]->deviceStream();
     }
     c.deviceLane = gpu::cudaLane(c.deviceStream);
+    c.device = device_;
   }
   STRATA_CHECK(ProgressThreads::start(channels_, *this, config_.nthreads, spins_, rank_, &threads_));
   STRATA_INFO(INIT, "rank %d of %d: %d ranks on this machine's %d cores (%d in its own mask), %d channels, "
@@ -141,21 +142,48 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
 }
 
 Status Comm::connectDevice(const topo::HostInfo& self) {
-  if (config_.gpuDirect == 0 || nranks_ < 2) return Status::ok();
-  const bool required = config_.gpuDirect == 2;
+  if (nranks_ < 2) return Status::ok();
   const auto& hosts = bootstrap_->hosts();
-  topo::HostInfo described = self;
+  const bool required = config_.gpuDirect == 2;
+  // Every rank holds the same HostInfos: where some rank is on another host
+  // or has no GPU, every rank stops here alike.
+  for (int r = 0; r < nranks_; ++r) {
+    if (topo::sameHost(hosts[r], self) && !topo::gpuKey(hosts[r]).empty()) continue;
+    if (!required) return Status::ok();
+    return STRATA_INVALID_ARG("STRATA_GPU_DIRECT=2, but rank %d %s: GPU buffers move GPU to GPU only among the GPUs "
+                              "of one host", r, topo::sameHost(hosts[r], self) ? "has no GPU" : "is on another host");
+  }
+  // The rest is this rank's settings and view of the machine: agreed on
+  // first, so that every rank connects, or none does.
   std::unique_ptr<Transport> transport = makeCudaTransport();
+  topo::HostInfo described = self;
   transport->describeSelf(&described);
-  for (int a = 0; a < nranks_; ++a)
-    for (int b = a + 1; b < nranks_; ++b) {
-      if (transport->canConnect(hosts[a], hosts[b])) continue;
-      if (!required) return Status::ok();
-      return STRATA_INVALID_ARG("STRATA_GPU_DIRECT=2, but ranks %d and %d cannot move GPU buffers GPU to GPU: they "
-                                "are not on one host, not both with a GPU (gpus '%s', '%s'), or the topology's cost "
-                                "model stages between their GPUs (strata-topo says why)",
-                                a, b, hosts[a].gpu, hosts[b].gpu);
-    }
+  struct Vote {
+    int32_t mode;     // STRATA_GPU_DIRECT
+    uint32_t direct;  // every pair direct by this rank's cost model
+    uint64_t slotBytes;
+  } mine{config_.gpuDirect, 1, config_.gpuSlotBytes};
+  for (int a = 0; a < nranks_ && mine.direct; ++a)
+    for (int b = a + 1; b < nranks_ && mine.direct; ++b) mine.direct = transport->canConnect(hosts[a], hosts[b]);
+  std::vector<Vote> votes(nranks_);
+  STRATA_CHECK(bootstrap_->allgather(&mine, votes.data(), sizeof(Vote)));
+  bool direct = true;
+  for (int r = 0; r < nranks_; ++r) {
+    if (votes[r].mode != votes[0].mode || votes[r].slotBytes != votes[0].slotBytes)
+      return STRATA_INVALID_ARG("ranks 0 and %d disagree: STRATA_GPU_DIRECT=%d and %d, STRATA_GPU_SLOT_BYTES=%llu and "
+                                "%llu; every rank of a communicator needs the same", r, votes[0].mode, votes[r].mode,
+                                (unsigned long long)votes[0].slotBytes, (unsigned long long)votes[r].slotBytes);
+    direct &= votes[r].direct != 0;
+  }
+  if (config_.gpuDirect == 0) return Status::ok();
+  if (!direct) {
+    if (required)
+      return STRATA_INVALID_ARG("STRATA_GPU_DIRECT=2, but the topology's cost model stages between some pair of this "
+                                "communicator's GPUs (strata-topo says which and why)");
+    STRATA_INFO(INIT, "stream-ordered calls on GPU memory are staged: the cost model stages between some pair of "
+                "this communicator's GPUs");
+    return Status::ok();
+  }
   std::vector<int> peers;
   for (int p = 0; p < nranks_; ++p)
     if (p != rank_) peers.push_back(p);
@@ -315,7 +343,11 @@ Status Comm::checkStreamsDriven() const {
 
 bool Comm::onDevice(const streams::PartSpec& part, const streams::PreMul& premul) const {
   if (!deviceTransport_ || premul.set || part.in.bytes + part.out.bytes == 0) return false;
-  return (part.in.bytes == 0 || part.in.device == device_) && (part.out.bytes == 0 || part.out.device == device_);
+  auto reached = [&](const streams::UserBuffer& b) {
+    return b.bytes == 0 || b.kind == gpu::MemKind::Managed || b.kind == gpu::MemKind::PinnedHost ||
+           (b.kind == gpu::MemKind::Device && b.device == device_);
+  };
+  return reached(part.in) && reached(part.out);
 }
 
 Status Comm::submitOnDevice(const CollCall& call, gpu::StreamLane& lane, const streams::PartSpec& part) {
@@ -406,8 +438,9 @@ void Comm::drainStreams() {
   while (stager_->running() > 0 && nowSeconds() < deadline + 1)
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   // A stream blocked on the user's other work may never get there: its
-  // pinned memory is then left allocated (Stager's destructor says so).
-  stager_->drain(nowSeconds() + std::min(10.0, config_.timeoutSeconds));
+  // pinned memory is then left allocated (Stager's destructor says so),
+  // and the device streams waiting for it are let go.
+  if (!stager_->drain(nowSeconds() + std::min(10.0, config_.timeoutSeconds))) stager_->releaseAll();
 }
 
 void Comm::enqueue(const OpContext& ctx, const std::shared_ptr<const PlanSet>& plans, int nch, bool callerWaits,

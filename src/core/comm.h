@@ -100,13 +100,16 @@ class Comm final : public FailureSink {
   Status connectTransports(const topo::HostInfo& self);
   // Connects the cuda transport when this communicator's GPU buffers can
   // move GPU to GPU (STRATA_GPU_DIRECT; every rank on one host with a GPU,
-  // every pair direct by the topology's cost model): decided alike on every
-  // rank from the gathered HostInfos. Its failure, agreed by every rank,
-  // leaves stream-ordered calls staged and says why.
+  // every pair direct by the topology's cost model): every rank decides
+  // alike, from the gathered HostInfos and then one vote on its settings
+  // and view. Its failure, agreed by every rank, leaves stream-ordered calls
+  // staged and says why (or fails creation with STRATA_GPU_DIRECT=2).
   Status connectDevice(const topo::HostInfo& self);
-  // Whether a stream-ordered call runs over the cuda transport: both
-  // buffers (those it has) in device memory on this rank's GPU, no
-  // pre-multiplier.
+  // Whether a stream-ordered call runs over the cuda transport: its buffers
+  // (those it has) in memory this rank's GPU reaches (its own device
+  // memory, managed or pinned host memory), no pre-multiplier. Others are
+  // staged: every rank must pass the same kind for a call, or the two halves
+  // never meet (and the call times out).
   bool onDevice(const streams::PartSpec& part, const streams::PreMul& premul) const;
   Status submitOnDevice(const CollCall& call, gpu::StreamLane& lane, const streams::PartSpec& part);
   // The plans and context of `call` (from the cache, or built and kept

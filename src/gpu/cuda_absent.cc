@@ -38,6 +38,9 @@ void freePinned(void*) {}
 
 int currentDevice() { return -1; }
 
+DeviceScope::DeviceScope(int) {}
+DeviceScope::~DeviceScope() {}
+
 Status allocDevice(size_t bytes, void** /*out*/) {
   return makeErrorQuiet(STRATA_ERR_CUDA, "cannot allocate %zu bytes of GPU memory: %s", bytes, kWhy);
 }
@@ -76,5 +79,7 @@ Status synchronize(void* stream) {
 }
 
 Status streamError(void*) { return Status::ok(); }
+
+Status finishWithin(void*, double) { return Status::ok(); }
 
 }  // namespace strata::gpu

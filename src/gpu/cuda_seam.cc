@@ -10,9 +10,11 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "log.h"
 #include "stream_wait.h"
@@ -316,6 +318,22 @@ int currentDevice() {
   return -1;
 }
 
+DeviceScope::DeviceScope(int device) {
+  if (device < 0) return;
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  if (current == device) return;
+  if (cudaSetDevice(device) == cudaSuccess) previous_ = current;
+  else cudaGetLastError();
+}
+
+DeviceScope::~DeviceScope() {
+  if (previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) cudaGetLastError();
+}
+
 Status allocDevice(size_t bytes, void** out) {
   if (!runtime().usable) return notUsable("allocating GPU memory");
   void* ptr = nullptr;
@@ -430,6 +448,21 @@ Status synchronize(void* stream) {
   if (err == cudaSuccess) return Status::ok();
   cudaGetLastError();
   return STRATA_ERROR(STRATA_ERR_CUDA, "cudaStreamSynchronize(%p): %s", stream, errorText(err).c_str());
+}
+
+Status finishWithin(void* stream, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(stream));
+    if (err == cudaSuccess) return Status::ok();
+    if (err != cudaErrorNotReady) {
+      cudaGetLastError();
+      return makeErrorQuiet(STRATA_ERR_CUDA, "work on stream %p failed: %s", stream, errorText(err).c_str());
+    }
+    if (std::chrono::steady_clock::now() > deadline)
+      return makeErrorQuiet(STRATA_ERR_TIMEOUT, "stream %p still has work after %.0f s", stream, seconds);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 Status streamError(void* stream) {

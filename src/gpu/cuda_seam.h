@@ -85,6 +85,21 @@ void freePinned(void* ptr);
 // as NCCL takes it at init); -1 when CUDA is not usable. Creates no context.
 int currentDevice();
 
+// Makes `device` the calling thread's current CUDA device for the scope's
+// life, then restores the one before: kernels launch only on streams of the
+// current device, and a channel may be driven by a user's thread (in
+// strata_wait) whose current device is the user's business. No-op for -1.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
 // Device memory for ncclMemAlloc / strata_mem_alloc, on the current device.
 Status allocDevice(size_t bytes, void** out);
 Status freeDevice(void* ptr);
@@ -119,6 +134,10 @@ Status createStream(void** out);
 void destroyStream(void* stream);
 // Waits until everything on `stream` has run (setup and tests only).
 Status synchronize(void* stream);
+// Waits at most `seconds` for everything on `stream` to run (teardown: a
+// stream may wait on a flag nobody will raise). STRATA_ERR_TIMEOUT if it
+// has not, the stream's error if it failed.
+Status finishWithin(void* stream, double seconds);
 // The error that work already on `stream` ran into (a fault in a copy or
 // kernel), if any; ok while it runs or after it succeeded. Does not wait.
 Status streamError(void* stream);

@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "cuda_seam.h"
 #include "op_desc.h"
 #include "wait_policy.h"
 
@@ -38,14 +39,18 @@ void Channel::abortLinks() {
   }
 }
 
-Status Channel::startOnDevice(ChannelOp& op) {
-  op.deviceStarted = true;
-  return deviceLane->wait(op.deviceStart, 1);
-}
-
-Status Channel::endOnDevice(ChannelOp& op) {
-  STRATA_CHECK(takeDeviceError());
-  return deviceLane->signal(op.deviceDone, 1);
+Advance Channel::advanceOnDevice(ChannelOp& op, Status* error) {
+  gpu::DeviceScope onDevice(device);
+  if (!op.deviceStarted) {
+    op.deviceStarted = true;
+    *error = deviceLane->wait(op.deviceStart, 1);
+    if (!error->isOk()) return Advance::Failed;
+  }
+  Advance a = executor_.advance(*op.plan, &op.cursor, op.ctx, deviceLinks, error);
+  if (a != Advance::Done) return a;
+  *error = takeDeviceError();
+  if (error->isOk()) *error = deviceLane->signal(op.deviceDone, 1);
+  return error->isOk() ? Advance::Done : Advance::Failed;
 }
 
 void Channel::failAll(const Status& why) {
@@ -183,13 +188,9 @@ bool Channel::drive(FailureSink& comm, SleepSet* sleep) {
       continue;
     }
     Status error;
-    if (op.ctx.stream && !op.deviceStarted) error = startOnDevice(op);
     const ChannelLinks& opLinks = linksOf(op.ctx);
-    Advance a = error.isOk() ? executor_.advance(*op.plan, &op.cursor, op.ctx, opLinks, &error) : Advance::Failed;
-    if (a == Advance::Done && op.ctx.stream) {
-      error = endOnDevice(op);
-      if (!error.isOk()) a = Advance::Failed;
-    }
+    Advance a = op.ctx.stream ? advanceOnDevice(op, &error)
+                              : executor_.advance(*op.plan, &op.cursor, op.ctx, links, &error);
     // Every step ran, but bytes wait to leave: not done until they have.
     if (a == Advance::Done && !opLinks.flushed()) a = Advance::Blocked;
     if (a == Advance::Blocked) {

@@ -74,6 +74,7 @@ class Channel {
   ChannelLinks deviceLinks;
   void* deviceStream = nullptr;
   std::unique_ptr<gpu::StreamLane> deviceLane;
+  int device = -1;  // the CUDA device deviceStream belongs to
 
   // A free queue entry to fill, or nullptr when kDepth operations are queued.
   ChannelOp* reserve();
@@ -107,10 +108,10 @@ class Channel {
   bool runAhead(FailureSink& comm);
   void noteBlocked(FailureSink& comm, const ChannelPlan& plan, size_t cursor, const OpContext& ctx);
   const ChannelLinks& linksOf(const OpContext& ctx) const { return ctx.stream ? deviceLinks : links; }
-  // A device operation's stream work around its steps: the wait before the
-  // first, the signal after the last, and what its enqueues reported.
-  Status startOnDevice(ChannelOp& op);
-  Status endOnDevice(ChannelOp& op);
+  // Runs a device operation's ready steps with the channel's device
+  // current: before the first, its stream waits for the caller's; after the
+  // last, it signals the operation's `done`.
+  Advance advanceOnDevice(ChannelOp& op, Status* error);
   // Something moved: the deadline counts from the next block on.
   void noteProgress() {
     blockedPolls_ = 0;

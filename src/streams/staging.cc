@@ -261,6 +261,10 @@ void Stager::reap() {
   }
 }
 
+void Stager::releaseAll() {
+  for (auto& op : ops_) op->releaseAll();
+}
+
 size_t Stager::running() const {
   size_t n = 0;
   for (const auto& op : ops_) n += op->release_->load(std::memory_order_acquire) == 0;

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_seam.h"
 #include "input_gate.h"
 #include "request.h"
 #include "status.h"
@@ -55,6 +56,7 @@ struct UserBuffer {
   const void* ptr = nullptr;
   size_t bytes = 0;
   bool staged = false;  // device or managed memory: copied through pinned memory
+  gpu::MemKind kind = gpu::MemKind::Host;
   int device = -1;      // device memory (not managed): the CUDA device it is on
 };
 
@@ -173,6 +175,10 @@ class Stager {
   Status enqueue(gpu::StreamLane& lane, StagedOp* op);
   // Frees the operations the stream is done with.
   void reap();
+  // Lets every stream still waiting for an operation go on (its output is
+  // then undefined): before a communicator's device streams are torn down,
+  // none may wait on a flag nobody will raise.
+  void releaseAll();
   // Operations whose host collective has not ended.
   size_t running() const;
   // Waits until every stream is done with its operation's memory, at most

@@ -13,11 +13,19 @@ uint32_t between(uint64_t later, uint64_t earlier) { return static_cast<uint32_t
 }  // namespace
 
 ChannelStream::~ChannelStream() {
-  if (!stream) return;
-  Status s = gpu::synchronize(stream);
-  if (!s.isOk()) STRATA_WARN(NET, "finishing a cuda channel's stream: %s", s.message().c_str());
   lane.reset();
-  gpu::destroyStream(stream);
+  if (stream && finished) gpu::destroyStream(stream);
+}
+
+bool ChannelStream::finish() {
+  if (!stream || finished) return true;
+  Status s = gpu::finishWithin(stream, kFinishSeconds);
+  // A stream that failed has finished too; one still waiting may write the
+  // memory it reaches: that stays mapped (leaked).
+  finished = s.code() != STRATA_ERR_TIMEOUT;
+  if (!s.isOk()) STRATA_WARN(NET, "finishing a cuda channel's stream: %s%s", s.message().c_str(),
+                             finished ? "" : "; its memory is left mapped");
+  return finished;
 }
 
 FifoEnd::FifoEnd(char* host, char* slots, size_t slotBytes, int nslots, std::shared_ptr<PeerWatch> peer,

@@ -18,14 +18,22 @@ namespace strata::cuda {
 
 // A stream of the transport's own for one channel, shared by the channel's
 // connectors, and the lane that enqueues their counter stores on it.
-// Destroyed once everything on the stream has run.
 struct ChannelStream {
+  // How long teardown waits for a stream's work: one may wait on a flag
+  // nobody will raise (a caller's stream that never reached its call).
+  static constexpr double kFinishSeconds = 10;
+
   ChannelStream() = default;
-  ~ChannelStream();
+  ~ChannelStream();  // destroys the stream if finish() saw it done
   ChannelStream(const ChannelStream&) = delete;
   ChannelStream& operator=(const ChannelStream&) = delete;
+  // Waits (at most kFinishSeconds) for everything on the stream to run;
+  // false if it has not.
+  bool finish();
+
   void* stream = nullptr;
   std::unique_ptr<gpu::StreamLane> lane;
+  bool finished = false;
 };
 
 // One end's view of a FIFO, and what both ends share.

@@ -53,6 +53,12 @@ void probeBytes(uint64_t commTag, int sender, int receiver, int channel, unsigne
   }
 }
 
+// Where `sender`'s FIFO sits among `receiver`'s incoming ones: its place in
+// the host group, the receiver itself left out.
+size_t senderAt(const std::vector<int>& group, int receiver, int sender) {
+  return static_cast<size_t>(indexIn(group, sender) - (sender > receiver ? 1 : 0));
+}
+
 std::string hex(const unsigned char* b, size_t n) {
   std::string s;
   char two[3];
@@ -68,12 +74,12 @@ std::string hex(const unsigned char* b, size_t n) {
 CudaTransport::~CudaTransport() {
   // Every stream finishes (its counter stores reach the segments) before
   // the memory it writes is unregistered or unmapped, even if a connector
-  // still holds it.
-  for (auto& cs : streams_) {
-    Status s = gpu::synchronize(cs->stream);
-    if (!s.isOk()) STRATA_WARN(NET, "finishing a cuda channel's stream: %s", s.message().c_str());
-  }
+  // still holds it; memory a stream that never finished may still write
+  // stays as it is (leaked).
+  bool finished = true;
+  for (auto& cs : streams_) finished &= cs->finish();
   streams_.clear();
+  if (!finished) return;
   for (Mapped& p : peers_) {
     gpu::ipcClose(p.slots);
     if (p.registered) gpu::unregisterHost(p.segment->base());
@@ -102,6 +108,7 @@ Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
   const int me = req.oob->rank();
   const int nranks = req.oob->size();
   const std::vector<int> group = hostGroup(hosts, me);
+  const size_t senders = group.size() - 1;  // this rank's local peers
   const size_t slotBytes = (req.slotBytes + 4095) & ~size_t(4095);
   const size_t fifoSlots = slotBytes * req.nslots;
   const size_t fifoHost = (fifoHostBytes(req.nslots) + kCacheLine - 1) & ~(kCacheLine - 1);
@@ -112,14 +119,14 @@ Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
   Offer mine{};
   if (!req.peers.empty()) {
     shm::sweepOrphans(hosts[me].pidNamespace);
-    const size_t hostBytes = fifoHost * req.nchannels * group.size();
+    const size_t hostBytes = fifoHost * req.nchannels * senders;
     char sizing[160];
-    std::snprintf(sizing, sizeof(sizing), "%d channel(s) x %zu local ranks x %zu bytes of FIFO control",
-                  req.nchannels, group.size(), fifoHost);
+    std::snprintf(sizing, sizeof(sizing), "%d channel(s) x %zu local peers x %zu bytes of FIFO control",
+                  req.nchannels, senders, fifoHost);
     Status s = own_.create(shm::segmentName(tag, me, hosts[me].pid, hosts[me].pidNamespace), hostBytes, sizing);
     if (s.isOk()) s = gpu::registerHost(own_.base(), hostBytes);
     ownRegistered_ = s.isOk();
-    if (s.isOk()) s = gpu::allocDevice(fifoSlots * req.nchannels * group.size(), &region_);
+    if (s.isOk()) s = gpu::allocDevice(fifoSlots * req.nchannels * senders, &region_);
     if (s.isOk()) s = gpu::ipcExport(region_, &mine.slots);
     mine.ready = s.isOk();
     if (!s.isOk()) copyText(mine.why, sizeof(mine.why), s.message());
@@ -142,7 +149,7 @@ Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
   for (int peer : req.peers) {
     if (!failure.empty()) break;
     Mapped& p = peers_[peer];
-    const size_t peerHostBytes = fifoHost * req.nchannels * hostGroup(hosts, peer).size();
+    const size_t peerHostBytes = fifoHost * req.nchannels * (hostGroup(hosts, peer).size() - 1);
     p.segment = std::make_unique<shm::Segment>();
     Status s = p.segment->open(shm::segmentName(tag, peer, hosts[peer].pid, hosts[peer].pidNamespace), peerHostBytes,
                                deadline);
@@ -167,11 +174,12 @@ Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
   if (failure.empty()) {
     for (size_t i = 0; i < req.peers.size(); ++i) {
       const int peer = req.peers[i];
-      const int myIndexThere = indexIn(hostGroup(hosts, peer), me);
+      const std::vector<int> peerGroup = hostGroup(hosts, peer);
       for (int ch = 0; ch < req.nchannels; ++ch) {
         unsigned char* probe = &probes[(i * req.nchannels + ch) * kProbeBytes];
         probeBytes(req.commTag, me, peer, ch, probe);
-        char* dst = static_cast<char*>(peers_[peer].slots) + fifoSlots * (ch * hostGroup(hosts, peer).size() + myIndexThere);
+        char* dst = static_cast<char*>(peers_[peer].slots) +
+                    fifoSlots * (ch * (peerGroup.size() - 1) + senderAt(peerGroup, peer, me));
         Status s = streams_[ch]->lane->copy(dst, probe, kProbeBytes);
         if (!s.isOk() && failure.empty()) failure = "rank " + std::to_string(me) + ": " + s.message();
       }
@@ -186,11 +194,10 @@ Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
   // ...and each receiver reads back what landed in its own.
   for (size_t i = 0; i < req.peers.size() && failure.empty(); ++i) {
     const int peer = req.peers[i];
-    const int peerIndexHere = indexIn(group, peer);
     for (int ch = 0; ch < req.nchannels && failure.empty(); ++ch) {
       unsigned char want[kProbeBytes], got[kProbeBytes];
       probeBytes(req.commTag, peer, me, ch, want);
-      const char* src = static_cast<const char*>(region_) + fifoSlots * (ch * group.size() + peerIndexHere);
+      const char* src = static_cast<const char*>(region_) + fifoSlots * (ch * senders + senderAt(group, me, peer));
       Status s = streams_[ch]->lane->copy(got, src, kProbeBytes);
       if (s.isOk()) s = gpu::synchronize(streams_[ch]->stream);
       if (!s.isOk()) {
@@ -220,12 +227,10 @@ Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
   // 4. The connectors.
   for (int peer : req.peers) {
     const std::vector<int> peerGroup = hostGroup(hosts, peer);
-    const int myIndexThere = indexIn(peerGroup, me);
-    const int peerIndexHere = indexIn(group, peer);
     auto watch = std::make_shared<PeerWatch>(peer, hosts[peer].pid, hosts[peer].pidNamespace == hosts[me].pidNamespace);
     for (int ch = 0; ch < req.nchannels; ++ch) {
-      const size_t sendAt = ch * peerGroup.size() + myIndexThere;
-      const size_t recvAt = ch * group.size() + peerIndexHere;
+      const size_t sendAt = ch * (peerGroup.size() - 1) + senderAt(peerGroup, peer, me);
+      const size_t recvAt = ch * senders + senderAt(group, me, peer);
       out.send[ch][peer] = std::make_unique<CudaSendConnector>(
           peers_[peer].segment->base() + fifoHost * sendAt, static_cast<char*>(peers_[peer].slots) + fifoSlots * sendAt,
           slotBytes, req.nslots, watch, streams_[ch]);
