@@ -7,11 +7,16 @@
 #
 #   usage: scripts/gpu-check.sh
 #
-# It builds strata with CUDA, runs the meson suites gpu and nccl, builds
-# nccl-tests against strata's nccl.h and libnccl.so.2 and runs its programs
-# with result checking, runs PyTorch's NCCL backend over strata's libnccl on
-# 2 and 4 processes sharing GPU 0, and runs one GPU program under
-# compute-sanitizer's memcheck. Each check is isolated (one failing does not
+# It builds strata with CUDA, runs the meson suites gpu and nccl (the cuda
+# transport's conformance cases, every collective on GPU memory GPU to GPU
+# and staged with 2 and 4 ranks on GPU 0), checks the GPUs strata-topo finds
+# against nvidia-smi's, builds nccl-tests against strata's nccl.h and
+# libnccl.so.2 and runs its programs with result checking, runs
+# all_reduce_perf again on the NCCL wheel's library for a side-by-side,
+# runs PyTorch's NCCL backend over strata's libnccl on 2 and 4 processes
+# sharing GPU 0, measures allreduce on GPU memory (GPU to GPU and staged)
+# and the reduction kernels against the GPU's copy rates, and runs one GPU
+# program under compute-sanitizer's memcheck. Each check is isolated (one failing does not
 # stop the others; those that need its result say NOT RUN) and has a
 # deadline. Ends with one table (check | result | detail) and exits 0 only if
 # every check ran and passed; a check that could not run counts as failed.
@@ -232,6 +237,33 @@ for spec in "${ntRuns[@]}"; do
     record "$name" "PASS" "$ranks rank(s), $rows sizes, #wrong 0, out of bounds 0"
   fi
 done
+
+# --- the same nccl-tests binaries on the real NCCL (the nvidia-nccl wheel) ----
+# Where NCCL allows the setup (a rank per GPU: it refuses two on one GPU),
+# all_reduce_perf runs again with the wheel's libnccl.so.2 preloaded in
+# strata's place; the two logs' times at 8 B and at the largest size, side
+# by side. Informational: no target.
+wheelNccl=$(python3 -c 'import os, nvidia.nccl as n; print(os.path.join(list(n.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+name="nccl-tests all_reduce_perf: strata vs the NCCL wheel"
+strataLog=$(logOf "nccl-tests all_reduce_perf -d float")
+if [ $ntbuilt -eq 0 ] || [ "$ngpu" -eq 0 ]; then
+  record "$name" "NOT RUN" "$([ "$ngpu" -eq 0 ] && echo "no GPU" || echo "nccl-tests did not build")"
+elif [ -z "$wheelNccl" ] || [ ! -f "$wheelNccl" ]; then
+  record "$name" "NOT RUN" "python3 finds no nvidia.nccl wheel with lib/libnccl.so.2"
+else
+  LD_PRELOAD=$wheelNccl run "$name" 900 "$ntbin/all_reduce_perf" -g "$ranks" -b 8 -e "$maxBytes" -f 8 -c 1 -w 1 -n 5 -d float
+  status=$?
+  log=$(logOf "$name")
+  library=$(sed -n 's/.*nccl-library=\([0-9]*\).*/\1/p' "$log" | head -n 1)
+  # Time (us, out of place) of the first and last sizes in each log.
+  times() { awk '$1 ~ /^[0-9]+$/ && NF >= 13 { if (!first) first = $1 " B " $6 " us"; last = $1 " B " $6 " us" }
+                 END { print first "; " last }' "$1"; }
+  if [ $status -ne 0 ]; then
+    record "$name" "FAIL" "$(why "$status" "$name")"
+  else
+    record "$name" "PASS" "$ranks rank(s); strata: $(times "$strataLog"); NCCL ${library:-?}: $(times "$log")"
+  fi
+fi
 
 # --- PyTorch's NCCL backend over strata's libnccl ---------------------------
 torchOk=0
