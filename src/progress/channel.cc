@@ -64,6 +64,16 @@ void Channel::failAll(const Status& why) {
   }
 }
 
+const char* Channel::pathHint(const OpContext& ctx) const {
+  if (!deviceLane || (!ctx.stream && !ctx.gate)) return "";
+  return ctx.stream ? " This stream-ordered call runs GPU to GPU here, its buffers being memory this rank's GPU "
+                      "reaches: a rank that passed pageable host memory or another GPU's memory for it runs it "
+                      "staged, and the two never meet (STRATA_GPU_DIRECT=0 stages every rank's)."
+                    : " This stream-ordered call runs staged here (pageable host memory, another GPU's memory, or a "
+                      "pre-multiplier): a rank whose buffers its GPU reaches runs it GPU to GPU, and the two never "
+                      "meet (STRATA_GPU_DIRECT=0 stages every rank's).";
+}
+
 void Channel::noteBlocked(FailureSink& comm, const ChannelPlan& plan, size_t cursor, const OpContext& ctx) {
   if (++blockedPolls_ % kPollsPerClockCheck != 0) return;
   double now = nowSeconds();
@@ -94,9 +104,9 @@ void Channel::noteBlocked(FailureSink& comm, const ChannelPlan& plan, size_t cur
     const std::string wait = executor_.describeWait(plan, cursor, linksOf(ctx), ctx);
     comm.fail(STRATA_ERROR(STRATA_ERR_TIMEOUT,
                            "%s (operation #%llu) made no progress for %.1f s (STRATA_TIMEOUT) in %s; is "
-                           "every rank calling the same collectives?",
+                           "every rank calling the same collectives?%s",
                            desc.describe().c_str(), (unsigned long long)ctx.tag.seq, now - blockedSince_,
-                           wait.c_str()));
+                           wait.c_str(), pathHint(ctx)));
   }
 }
 

@@ -108,6 +108,9 @@ class Channel {
   bool runAhead(FailureSink& comm);
   void noteBlocked(FailureSink& comm, const ChannelPlan& plan, size_t cursor, const OpContext& ctx);
   const ChannelLinks& linksOf(const OpContext& ctx) const { return ctx.stream ? deviceLinks : links; }
+  // For a timeout's message, on a communicator with device links: how a
+  // stream-ordered call whose ranks took different paths looks.
+  const char* pathHint(const OpContext& ctx) const;
   // Runs a device operation's ready steps with the channel's device
   // current: before the first, its stream waits for the caller's; after the
   // last, it signals the operation's `done`.
