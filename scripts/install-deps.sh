@@ -11,6 +11,7 @@ packages=(
   libpmix-dev                                   # strata_comm_init_world under mpirun / srun
   libhwloc-dev hwloc                            # topology probe (packages, NUMA, NICs); lstopo
   python3-numpy                                 # Python bindings' tests
+  python3-matplotlib                            # bench/compare*'s --plot
   python3-torch libtorch-dev pybind11-dev python3-dev  # PyTorch backend
   libopenblas0-pthread                          # torch's BLAS (Debian's default is the reference BLAS)
   libgloo-dev iperf3                            # bench/compare-net's references
