@@ -2,8 +2,9 @@
 // between them: GPU to GPU (device copies over NVLink or PCIe, or within one
 // GPU when they share it) or staged through pinned host memory and a host
 // transport (streams/staging.h). Priced per pair with the cost model, so a
-// rank and its peer, reading the same facts, choose alike; explain() says
-// why in words a user can check against nvidia-smi topo -m.
+// rank and its peer, reading the same facts, choose alike; GpuPath::why says
+// why in words a user can check against nvidia-smi topo -m. The cuda
+// transport connects a pair only where this says Direct.
 #pragma once
 
 #include <string>

@@ -109,6 +109,52 @@ TEST(Staging, AFailedCollectiveStillReleasesTheStream) {
   EXPECT_EQ(op->request.status().code(), STRATA_ERR_REMOTE);
 }
 
+// A device operation (the cuda transport's): nothing staged; the caller's
+// stream signals that it reached the call, then waits for the host's end
+// and for each channel stream's `done` before it signals `finished`.
+TEST(Staging, ADeviceOperationWaitsForEveryChannelsDone) {
+  Stager stager = makeStager();
+  HostLane lane;
+  std::vector<int32_t> in(1000, 3), out(1000, 5);
+  StagedOp* op = nullptr;
+  const PartSpec part{{in.data(), 4000, false}, {out.data(), 4000, false}};
+  ASSERT_TRUE(stager.reserve({part}, {}, &op, 2).isOk());
+  ASSERT_TRUE(stager.enqueue(lane, op).isOk());
+  EXPECT_EQ(op->parts[0].hostInput(), static_cast<const char*>(static_cast<void*>(in.data())))
+      << "device buffers are used where they are";
+  EXPECT_TRUE(eventually([&] { return op->parts[0].landedFlag()->load() >= 1; }))
+      << "the channels' streams start once the caller's stream reaches the call";
+  op->request.start(2);
+  op->request.channelDone();
+  op->request.channelDone();  // the host has enqueued everything
+  op->deviceDone(0)->store(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(op->finished()) << "channel 1's stream has not finished its copies";
+  op->deviceDone(1)->store(1);
+  EXPECT_TRUE(eventually([&] { return op->finished(); }));
+  EXPECT_EQ(out[0], 5) << "nothing is copied back: the channels wrote the output in place";
+}
+
+TEST(Staging, AFailedDeviceOperationReleasesTheCallersStreamWithoutItsChannels) {
+  Stager stager = makeStager();
+  HostLane lane;
+  lane.hold();  // the caller's stream has not reached the call yet
+  std::vector<int32_t> buf(1000, 3);
+  StagedOp* op = nullptr;
+  ASSERT_TRUE(stager.reserve({{{buf.data(), 4000, false}, {buf.data(), 4000, false}}}, {}, &op, 3).isOk());
+  ASSERT_TRUE(stager.enqueue(lane, op).isOk());
+  op->request.start(3);
+  op->request.channelFailed(STRATA_ERROR(STRATA_ERR_REMOTE, "peer died"));
+  op->request.channelDone();
+  op->request.channelDone();
+  // The host stands in for every channel stream that may never signal, and
+  // lets those still waiting for the caller's stream go.
+  for (int ch = 0; ch < 3; ++ch) EXPECT_EQ(op->deviceDone(ch)->load(), 1u) << ch;
+  EXPECT_GE(op->parts[0].landedFlag()->load(), 1u);
+  lane.go();
+  EXPECT_TRUE(eventually([&] { return op->finished(); })) << "a dead peer must not keep the GPU waiting";
+}
+
 TEST(Staging, ACallThatCannotBeQueuedIsCancelledBeforeTheStreamSeesIt) {
   Stager stager = makeStager();
   HostLane lane;
