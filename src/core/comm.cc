@@ -65,7 +65,7 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig) {
   isa_ = kernels::selectedIsa();
 
   STRATA_CHECK(connectTransports(self));
-  STRATA_CHECK(connectDevice(self));
+  STRATA_CHECK(decideDevice(self));
   channels_ = std::vector<Channel>(nchannels);
   for (int ch = 0; ch < nchannels; ++ch) {
     Channel& c = channels_[ch];
@@ -78,16 +78,6 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig) {
         if (end && end->needsProgress()) c.links.pollers.push_back(end);
     }
     hasSockets_ |= !c.links.pollers.empty();
-    if (!deviceTransport_) continue;
-    c.deviceLinks.send.assign(nranks_, nullptr);
-    c.deviceLinks.recv.assign(nranks_, nullptr);
-    for (int p = 0; p < nranks_; ++p) {
-      c.deviceLinks.send[p] = deviceConnections_.send[ch][p].get();
-      c.deviceLinks.recv[p] = deviceConnections_.recv[ch][p].get();
-      if (c.deviceLinks.send[p]) c.deviceStream = c.deviceLinks.send[p]->deviceStream();
-    }
-    c.deviceLane = gpu::cudaLane(c.deviceStream);
-    c.device = device_;
   }
   STRATA_CHECK(ProgressThreads::start(channels_, *this, config_.nthreads, spins_, rank_, &threads_));
   STRATA_INFO(INIT, "rank %d of %d: %d ranks on this machine's %d cores (%d in its own mask), %d channels, "
@@ -141,7 +131,7 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
   return Status::ok();
 }
 
-Status Comm::connectDevice(const topo::HostInfo& self) {
+Status Comm::decideDevice(const topo::HostInfo& self) {
   if (nranks_ < 2) return Status::ok();
   const auto& hosts = bootstrap_->hosts();
   const bool required = config_.gpuDirect == 2;
@@ -184,23 +174,34 @@ Status Comm::connectDevice(const topo::HostInfo& self) {
                 "this communicator's GPUs");
     return Status::ok();
   }
+  deviceWanted_ = true;
+  return Status::ok();
+}
+
+Status Comm::connectDevice() {
+  deviceTried_ = true;
+  const auto& hosts = bootstrap_->hosts();
+  std::unique_ptr<Transport> transport = makeCudaTransport();
+  topo::HostInfo self = hosts[rank_];
+  transport->describeSelf(&self);
   std::vector<int> peers;
   for (int p = 0; p < nranks_; ++p)
     if (p != rank_) peers.push_back(p);
   deviceShape_ = shape_;
   deviceShape_.slotBytes = config_.gpuSlotBytes;
-  deviceConnections_.send.resize(shape_.nchannels);
-  deviceConnections_.recv.resize(shape_.nchannels);
+  // Made aside, then kept under the lock fail() takes to abort them.
+  Connections made;
+  made.send.resize(shape_.nchannels);
+  made.recv.resize(shape_.nchannels);
   for (int ch = 0; ch < shape_.nchannels; ++ch) {
-    deviceConnections_.send[ch].resize(nranks_);
-    deviceConnections_.recv[ch].resize(nranks_);
+    made.send[ch].resize(nranks_);
+    made.recv[ch].resize(nranks_);
   }
   ConnectRequest req{bootstrap_.get(), &hosts,           peers,          bootstrap_->commTag(),
                      bootstrap_->secret(), shape_.nchannels, config_.gpuSlotBytes, config_.nslots};
-  Status s = transport->connect(req, deviceConnections_);
+  Status s = transport->connect(req, made);
   if (!s.isOk()) {
-    deviceConnections_ = Connections();
-    if (required) return s;
+    if (config_.gpuDirect == 2) return s;
     if (rank_ == 0)
       STRATA_WARN(INIT, "stream-ordered calls on GPU memory are staged through host memory: %s (STRATA_GPU_DIRECT=0 "
                   "stages them without trying)", s.message().c_str());
@@ -209,8 +210,24 @@ Status Comm::connectDevice(const topo::HostInfo& self) {
   // Ring and chain plans only: a direct plan's fold of more than two
   // ranks goes through a host scratch buffer.
   STRATA_CHECK(Tuning::create("ring", config_.oneshotBytes, config_.cost, deviceShape_, &deviceTuning_));
-  deviceTransport_ = std::move(transport);
   device_ = gpu::currentDevice();
+  for (int ch = 0; ch < shape_.nchannels; ++ch) {
+    // Read only by whoever drives a device operation, which is queued after
+    // this (the channel's queue orders it): the progress threads may run.
+    Channel& c = channels_[ch];
+    c.deviceLinks.send.assign(nranks_, nullptr);
+    c.deviceLinks.recv.assign(nranks_, nullptr);
+    for (int p = 0; p < nranks_; ++p) {
+      c.deviceLinks.send[p] = made.send[ch][p].get();
+      c.deviceLinks.recv[p] = made.recv[ch][p].get();
+      if (c.deviceLinks.send[p]) c.deviceStream = c.deviceLinks.send[p]->deviceStream();
+    }
+    c.deviceLane = gpu::cudaLane(c.deviceStream);
+    c.device = device_;
+  }
+  std::lock_guard<std::mutex> lock(deviceMutex_);  // fail() aborts the connectors from any thread
+  deviceConnections_ = std::move(made);
+  deviceTransport_ = std::move(transport);
   STRATA_INFO(INIT, "stream-ordered calls on GPU memory move GPU to GPU (cuda transport, CUDA device %d, %zu-byte "
               "slots)", device_, config_.gpuSlotBytes);
   return Status::ok();
@@ -342,7 +359,7 @@ Status Comm::checkStreamsDriven() const {
 }
 
 bool Comm::onDevice(const streams::PartSpec& part, const streams::PreMul& premul) const {
-  if (!deviceTransport_ || premul.set || part.in.bytes + part.out.bytes == 0) return false;
+  if (!deviceWanted_ || premul.set || part.in.bytes + part.out.bytes == 0) return false;
   auto reached = [&](const streams::UserBuffer& b) {
     return b.bytes == 0 || b.kind == gpu::MemKind::Managed || b.kind == gpu::MemKind::PinnedHost ||
            (b.kind == gpu::MemKind::Device && b.device == device_);
@@ -372,7 +389,13 @@ Status Comm::submitOnDevice(const CollCall& call, gpu::StreamLane& lane, const s
 Status Comm::submitOnStream(const CollCall& call, gpu::StreamLane& lane, const streams::PartSpec& part,
                             const streams::PreMul& premul) {
   STRATA_CHECK(checkStreamsDriven());
-  if (onDevice(part, premul)) return submitOnDevice(call, lane, part);
+  if (onDevice(part, premul)) {
+    // Connected at the first such call, on every rank alike (calls come in
+    // the same order everywhere): a job that never passes GPU buffers never
+    // makes a CUDA context or GPU memory for them.
+    if (!deviceTried_) STRATA_CHECK(connectDevice());
+    if (deviceTransport_) return submitOnDevice(call, lane, part);
+  }
   streams::Stager& st = stager();
   streams::StagedOp* op = nullptr;
   STRATA_CHECK(st.reserve({part}, premul, &op));
@@ -500,6 +523,13 @@ void Comm::fail(const Status& why) {
   }
   // Tell every peer at once, so ranks that wait on others than us fail too.
   for (Channel& ch : channels_) ch.abortLinks();
+  std::lock_guard<std::mutex> lock(deviceMutex_);
+  for (const auto& channel : deviceConnections_.send)
+    for (const auto& c : channel)
+      if (c) c->abort();
+  for (const auto& channel : deviceConnections_.recv)
+    for (const auto& c : channel)
+      if (c) c->abort();
 }
 
 void Comm::setLastError(const std::string& message) {

@@ -98,13 +98,16 @@ class Comm final : public FailureSink {
   Comm() = default;
   Status init(const boot::BootstrapConfig& bootConfig);
   Status connectTransports(const topo::HostInfo& self);
-  // Connects the cuda transport when this communicator's GPU buffers can
-  // move GPU to GPU (STRATA_GPU_DIRECT; every rank on one host with a GPU,
-  // every pair direct by the topology's cost model): every rank decides
-  // alike, from the gathered HostInfos and then one vote on its settings
-  // and view. Its failure, agreed by every rank, leaves stream-ordered calls
-  // staged and says why (or fails creation with STRATA_GPU_DIRECT=2).
-  Status connectDevice(const topo::HostInfo& self);
+  // Decides at init whether this communicator's GPU buffers may move GPU
+  // to GPU (STRATA_GPU_DIRECT; every rank on one host with a GPU, every
+  // pair direct by the topology's cost model): every rank decides alike,
+  // from the gathered HostInfos and then one vote on its settings and view.
+  Status decideDevice(const topo::HostInfo& self);
+  // Connects the cuda transport, at the first call that would use it (a job
+  // that never passes GPU buffers makes no CUDA context or GPU memory for
+  // them). Its failure, agreed by every rank, leaves calls staged and says
+  // why (or fails the call with STRATA_GPU_DIRECT=2).
+  Status connectDevice();
   // Whether a stream-ordered call runs over the cuda transport: its buffers
   // (those it has) in memory this rank's GPU reaches (its own device
   // memory, managed or pinned host memory), no pre-multiplier. Others are
@@ -182,8 +185,12 @@ class Comm final : public FailureSink {
   std::vector<int> peerTransport_;  // index into transports_, per rank
   Connections connections_;
   // GPU to GPU, where connectDevice() made it: the cuda transport and its
-  // connectors, and plans with their own slot size and tuning (rings and
+  // connectors (under deviceMutex_, which fail() takes to abort them from
+  // any thread), and plans with their own slot size and tuning (rings and
   // chains: no host scratch).
+  bool deviceWanted_ = false;  // decideDevice() said yes
+  bool deviceTried_ = false;   // connectDevice() ran (once, on the API's thread)
+  std::mutex deviceMutex_;
   std::unique_ptr<Transport> deviceTransport_;
   Connections deviceConnections_;
   PlanShape deviceShape_{};

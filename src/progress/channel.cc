@@ -31,12 +31,10 @@ void Channel::commit() {
 }
 
 void Channel::abortLinks() {
-  for (const ChannelLinks* l : {&links, &deviceLinks}) {
-    for (SendConnector* s : l->send)
-      if (s) s->abort();
-    for (RecvConnector* r : l->recv)
-      if (r) r->abort();
-  }
+  for (SendConnector* s : links.send)
+    if (s) s->abort();
+  for (RecvConnector* r : links.recv)
+    if (r) r->abort();
 }
 
 Advance Channel::advanceOnDevice(ChannelOp& op, Status* error) {

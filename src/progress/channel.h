@@ -70,7 +70,7 @@ class Channel {
   ChannelLinks links;
   // Connectors whose slots are GPU memory (transports/cuda), for operations
   // on device memory, and a lane on their stream; empty and null where the
-  // communicator has none.
+  // communicator has none. Set before the first device operation is queued.
   ChannelLinks deviceLinks;
   void* deviceStream = nullptr;
   std::unique_ptr<gpu::StreamLane> deviceLane;
@@ -99,7 +99,9 @@ class Channel {
   bool runNow(const ChannelPlan& plan, const OpContext& ctx, FailureSink& comm, int64_t spins,
               Status* status);
 
-  // Every connector of the channel, told that this rank failed.
+  // Every connector of the channel's host links, told that this rank
+  // failed (its device links' are the communicator's to abort: they may be
+  // made while the channel runs).
   void abortLinks();
 
  private:
