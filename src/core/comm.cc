@@ -68,16 +68,8 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig) {
   STRATA_CHECK(decideDevice(self));
   channels_ = std::vector<Channel>(nchannels);
   for (int ch = 0; ch < nchannels; ++ch) {
-    Channel& c = channels_[ch];
-    c.links.send.assign(nranks_, nullptr);
-    c.links.recv.assign(nranks_, nullptr);
-    for (int p = 0; p < nranks_; ++p) {
-      c.links.send[p] = connections_.send[ch][p].get();
-      c.links.recv[p] = connections_.recv[ch][p].get();
-      for (Connector* end : {static_cast<Connector*>(c.links.send[p]), static_cast<Connector*>(c.links.recv[p])})
-        if (end && end->needsProgress()) c.links.pollers.push_back(end);
-    }
-    hasSockets_ |= !c.links.pollers.empty();
+    channels_[ch].links = linksOf(connections_, ch);
+    hasSockets_ |= !channels_[ch].links.pollers.empty();
   }
   STRATA_CHECK(ProgressThreads::start(channels_, *this, config_.nthreads, spins_, rank_, &threads_));
   STRATA_INFO(INIT, "rank %d of %d: %d ranks on this machine's %d cores (%d in its own mask), %d channels, "
@@ -90,6 +82,19 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig) {
     STRATA_INFO(ALGO, "%d nodes; allreduce by size: %s", layout_.nodes(), tuning_.describe().c_str());
   }
   return Status::ok();
+}
+
+ChannelLinks Comm::linksOf(const Connections& made, int ch) const {
+  ChannelLinks links;
+  links.send.assign(nranks_, nullptr);
+  links.recv.assign(nranks_, nullptr);
+  for (int p = 0; p < nranks_; ++p) {
+    links.send[p] = made.send[ch][p].get();
+    links.recv[p] = made.recv[ch][p].get();
+    for (Connector* end : {static_cast<Connector*>(links.send[p]), static_cast<Connector*>(links.recv[p])})
+      if (end && end->needsProgress()) links.pollers.push_back(end);
+  }
+  return links;
 }
 
 Status Comm::connectTransports(const topo::HostInfo& self) {
@@ -215,13 +220,9 @@ Status Comm::connectDevice() {
     // Read only by whoever drives a device operation, which is queued after
     // this (the channel's queue orders it): the progress threads may run.
     Channel& c = channels_[ch];
-    c.deviceLinks.send.assign(nranks_, nullptr);
-    c.deviceLinks.recv.assign(nranks_, nullptr);
-    for (int p = 0; p < nranks_; ++p) {
-      c.deviceLinks.send[p] = made.send[ch][p].get();
-      c.deviceLinks.recv[p] = made.recv[ch][p].get();
-      if (c.deviceLinks.send[p]) c.deviceStream = c.deviceLinks.send[p]->deviceStream();
-    }
+    c.deviceLinks = linksOf(made, ch);
+    for (SendConnector* send : c.deviceLinks.send)
+      if (send) c.deviceStream = send->deviceStream();
     c.deviceLane = gpu::cudaLane(c.deviceStream);
     c.device = device_;
   }

@@ -98,6 +98,8 @@ class Comm final : public FailureSink {
   Comm() = default;
   Status init(const boot::BootstrapConfig& bootConfig);
   Status connectTransports(const topo::HostInfo& self);
+  // Channel ch's connectors in `made`, by peer, and those needing progress().
+  ChannelLinks linksOf(const Connections& made, int ch) const;
   // Decides at init whether this communicator's GPU buffers may move GPU
   // to GPU (STRATA_GPU_DIRECT; every rank on one host with a GPU, every
   // pair direct by the topology's cost model): every rank decides alike,
