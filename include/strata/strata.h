@@ -111,6 +111,23 @@ STRATA_API strata_result_t strata_get_unique_id(strata_unique_id_t* id);
 STRATA_API strata_result_t strata_comm_init_rank(strata_comm_t* comm, int nranks,
                                                  strata_unique_id_t id, int rank);
 
+/* A communicator's own settings, for strata_comm_init_rank_config (like
+ * ncclConfig_t). A field left at 0 takes its STRATA_* variable's value.
+ * Start from STRATA_CONFIG_INITIALIZER: `size` lets later versions grow the
+ * struct without breaking programs built against this one. */
+typedef struct {
+  size_t size;            /* sizeof(strata_config_t) */
+  double timeout_seconds; /* STRATA_TIMEOUT for this communicator's operations */
+} strata_config_t;
+#define STRATA_CONFIG_INITIALIZER {sizeof(strata_config_t), 0.0}
+
+/* strata_comm_init_rank with settings of its own (config NULL: none).
+ * STRATA_ERR_INVALID_ARG names a field that is out of range. Communicators
+ * made from it by strata_comm_split and strata_comm_dup inherit them. */
+STRATA_API strata_result_t strata_comm_init_rank_config(strata_comm_t* comm, int nranks,
+                                                        strata_unique_id_t id, int rank,
+                                                        const strata_config_t* config);
+
 /* Like strata_comm_init_rank, but returns at once (after checking its
  * arguments): the bootstrap runs on a thread of its own.
  * strata_comm_get_async_error reports STRATA_IN_PROGRESS until it has ended,

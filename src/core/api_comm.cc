@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -46,9 +47,9 @@ Status newUniqueId(strata_unique_id_t* id) {
   return Status::ok();
 }
 
-Status initComm(strata_comm_t* out, const boot::BootstrapConfig& config) {
+Status initComm(strata_comm_t* out, const boot::BootstrapConfig& config, const CommOverrides& overrides = {}) {
   std::unique_ptr<Comm> impl;
-  STRATA_CHECK(Comm::create(config, &impl));
+  STRATA_CHECK(Comm::create(config, overrides, &impl));
   *out = new strata_comm{std::move(impl)};
   return Status::ok();
 }
@@ -67,10 +68,26 @@ Status rankConfig(strata_comm_t* comm, int nranks, const strata_unique_id_t& id,
   return Status::ok();
 }
 
-Status initRank(strata_comm_t* comm, int nranks, const strata_unique_id_t& id, int rank) {
+// A strata_config_t's fields, checked (config NULL: nothing set).
+Status overridesOf(const strata_config_t* config, CommOverrides* out) {
+  if (!config) return Status::ok();
+  if (config->size < offsetof(strata_config_t, timeout_seconds) + sizeof(config->timeout_seconds))
+    return STRATA_INVALID_ARG("config->size=%zu is too small for a strata_config_t (start from "
+                              "STRATA_CONFIG_INITIALIZER)", config->size);
+  if (!(config->timeout_seconds >= 0) || config->timeout_seconds > 1e9)
+    return STRATA_INVALID_ARG("config->timeout_seconds=%g must be 0 (STRATA_TIMEOUT) or a positive number of seconds",
+                              config->timeout_seconds);
+  out->timeoutSeconds = config->timeout_seconds;
+  return Status::ok();
+}
+
+Status initRank(strata_comm_t* comm, int nranks, const strata_unique_id_t& id, int rank,
+                const strata_config_t* userConfig = nullptr) {
   boot::BootstrapConfig config;
   STRATA_CHECK(rankConfig(comm, nranks, id, rank, &config));
-  return initComm(comm, config);
+  CommOverrides overrides;
+  STRATA_CHECK(overridesOf(userConfig, &overrides));
+  return initComm(comm, config, overrides);
 }
 
 // Returns at once with a communicator whose bootstrap runs on its own thread.
@@ -86,7 +103,7 @@ Status initRankNonBlocking(strata_comm_t* comm, int nranks, const strata_unique_
     Status s;
     // An exception here would end the process (std::terminate): make it the init's error.
     try {
-      s = Comm::create(config, &impl);
+      s = Comm::create(config, CommOverrides(), &impl);
     } catch (const std::exception& e) {
       s = makeErrorQuiet(STRATA_ERR_SYSTEM, "non-blocking init failed: %s", e.what());
     }
@@ -231,6 +248,13 @@ STRATA_API strata_result_t strata_comm_init_rank(strata_comm_t* comm, int nranks
   api::reloadSettings();
   log::setThreadRank(rank);
   return finish(api::initRank(comm, nranks, id, rank));
+} STRATA_CATCH_ESCAPES
+
+STRATA_API strata_result_t strata_comm_init_rank_config(strata_comm_t* comm, int nranks, strata_unique_id_t id,
+                                                        int rank, const strata_config_t* config) try {
+  api::reloadSettings();
+  log::setThreadRank(rank);
+  return finish(api::initRank(comm, nranks, id, rank, config));
 } STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_comm_init_rank_nonblocking(strata_comm_t* comm, int nranks,

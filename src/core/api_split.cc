@@ -2,7 +2,8 @@
 // non-blocking health query. A split is built from the parent's own
 // collectives: gather every rank's (color, key), let each new group's first
 // member create a unique id and send it to the group's other members, and
-// bootstrap each group concurrently with strata_comm_init_rank.
+// bootstrap each group concurrently with strata_comm_init_rank_config (the
+// parent's settings inherited).
 #include <cstring>
 #include <string>
 #include <vector>
@@ -65,7 +66,9 @@ STRATA_API strata_result_t strata_comm_split(strata_comm_t comm, int color, int 
                                               "unique id (its own error says why)",
                                               leader),
                   comm);
-  rc = strata_comm_init_rank(newcomm, static_cast<int>(group.size()), handoff.id, newRank);
+  strata_config_t inherited = STRATA_CONFIG_INITIALIZER;
+  inherited.timeout_seconds = comm->impl->overrides().timeoutSeconds;
+  rc = strata_comm_init_rank_config(newcomm, static_cast<int>(group.size()), handoff.id, newRank, &inherited);
   if (rc != STRATA_SUCCESS) comm->impl->setLastError(strata_last_error());
   return rc;
 } STRATA_CATCH_ESCAPES

@@ -14,9 +14,10 @@
 
 namespace strata {
 
-Status Comm::create(const boot::BootstrapConfig& config, std::unique_ptr<Comm>* out) {
+Status Comm::create(const boot::BootstrapConfig& config, const CommOverrides& overrides,
+                    std::unique_ptr<Comm>* out) {
   std::unique_ptr<Comm> comm(new Comm());
-  STRATA_CHECK(comm->init(config));
+  STRATA_CHECK(comm->init(config, overrides));
   *out = std::move(comm);
   return Status::ok();
 }
@@ -32,11 +33,12 @@ Comm::~Comm() {
   transports_.clear();
 }
 
-Status Comm::init(const boot::BootstrapConfig& bootConfig) {
+Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& overrides) {
   rank_ = bootConfig.rank;
   nranks_ = bootConfig.nranks;
   log::setThreadRank(rank_);
-  STRATA_CHECK(CommConfig::fromParams(&config_));
+  overrides_ = overrides;
+  STRATA_CHECK(CommConfig::fromParams(overrides_, &config_));
 
   topo::HostInfo self = topo::probeHost();
   transports_ = makeTransports(&self);

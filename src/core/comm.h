@@ -28,8 +28,12 @@ namespace strata {
 
 class Comm final : public FailureSink {
  public:
-  static Status create(const boot::BootstrapConfig& config, std::unique_ptr<Comm>* out);
+  static Status create(const boot::BootstrapConfig& config, const CommOverrides& overrides,
+                       std::unique_ptr<Comm>* out);
   ~Comm() override;
+
+  // What its creator set (communicators split or duplicated from it inherit it).
+  const CommOverrides& overrides() const { return overrides_; }
 
   int rank() const { return rank_; }
   int size() const { return nranks_; }
@@ -96,7 +100,7 @@ class Comm final : public FailureSink {
 
  private:
   Comm() = default;
-  Status init(const boot::BootstrapConfig& bootConfig);
+  Status init(const boot::BootstrapConfig& bootConfig, const CommOverrides& overrides);
   Status connectTransports(const topo::HostInfo& self);
   // Channel ch's connectors in `made`, by peer, and those needing progress().
   ChannelLinks linksOf(const Connections& made, int ch) const;
@@ -165,6 +169,7 @@ class Comm final : public FailureSink {
 
   int rank_ = 0;
   int nranks_ = 0;
+  CommOverrides overrides_;
   CommConfig config_;
   int64_t spins_ = 0;
   bool hasSockets_ = false;

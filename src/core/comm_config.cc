@@ -11,9 +11,9 @@ bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
 
-Status CommConfig::fromParams(CommConfig* out) {
+Status CommConfig::fromParams(const CommOverrides& overrides, CommConfig* out) {
   CommConfig c;
-  c.timeoutSeconds = params::timeout();
+  c.timeoutSeconds = overrides.timeoutSeconds > 0 ? overrides.timeoutSeconds : params::timeout();
   if (!(c.timeoutSeconds > 0))
     return STRATA_INVALID_ARG("STRATA_TIMEOUT=%g must be a positive number of seconds", c.timeoutSeconds);
   const int64_t nslots = params::nslots();

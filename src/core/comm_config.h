@@ -13,6 +13,11 @@
 
 namespace strata {
 
+// What strata_comm_init_rank_config set for one communicator (0: the registry's value).
+struct CommOverrides {
+  double timeoutSeconds = 0;
+};
+
 struct CommConfig {
   double timeoutSeconds = 0;  // STRATA_TIMEOUT
   int nthreads = 0;           // STRATA_NTHREADS
@@ -30,8 +35,8 @@ struct CommConfig {
   int gpuDirect = 1;                // STRATA_GPU_DIRECT: 0 never, 1 where possible, 2 required
   size_t gpuSlotBytes = 0;          // STRATA_GPU_SLOT_BYTES
 
-  // The registry's current values, checked.
-  static Status fromParams(CommConfig* out);
+  // The registry's current values, checked, with `overrides` applied.
+  static Status fromParams(const CommOverrides& overrides, CommConfig* out);
 };
 
 }  // namespace strata

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <string>
@@ -62,6 +63,19 @@ TEST(Api, InitRejectsBadArguments) {
   strata_unique_id_t zero;
   std::memset(&zero, 0, sizeof(zero));
   EXPECT_EQ(strata_comm_init_rank(&comm, 2, zero, 0), STRATA_ERR_INVALID_ARGUMENT);
+
+  // A config is checked field by field before the bootstrap starts.
+  strata_config_t config = STRATA_CONFIG_INITIALIZER;
+  config.size = sizeof(size_t);
+  EXPECT_EQ(strata_comm_init_rank_config(&comm, 2, id, 0, &config), STRATA_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(strata_last_error(), "config->size")) << strata_last_error();
+  for (double bad : {-1.0, std::nan(""), 1e12}) {
+    config = STRATA_CONFIG_INITIALIZER;
+    config.timeout_seconds = bad;
+    EXPECT_EQ(strata_comm_init_rank_config(&comm, 2, id, 0, &config), STRATA_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_TRUE(mentions(strata_last_error(), "config->timeout_seconds")) << strata_last_error();
+  }
+  EXPECT_EQ(comm, nullptr);
 }
 
 // A world too large to allocate for is refused before the bootstrap sizes its

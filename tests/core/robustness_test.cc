@@ -155,6 +155,38 @@ TEST(Faults, TimeoutNamesTheRankThatIsBehind) {
   EXPECT_GE(timeouts, 1) << "no rank timed out";
 }
 
+// A communicator's own timeout (strata_comm_init_rank_config) overrides
+// STRATA_TIMEOUT for its operations, and its splits inherit it: with
+// STRATA_TIMEOUT at 300 s, a rank that sleeps 4 s before its call makes its
+// peer's allreduce fail after about 1 s, on the parent and on a split alike.
+TEST(Faults, ConfigTimeoutOverridesTheVariableAndSplitsInheritIt) {
+  auto outcomes = runRanks(2, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    strata_config_t config = STRATA_CONFIG_INITIALIZER;
+    config.timeout_seconds = 1;
+    strata_comm_t comm, split;
+    if (!rep.ok(strata_comm_init_rank_config(&comm, nranks, id, rank, &config), nullptr, "init")) return;
+    if (!rep.ok(strata_comm_split(comm, 0, rank, &split), comm, "split")) return;
+    std::vector<float> buf(1000, 1.0f);
+    for (strata_comm_t c : {split, comm}) {
+      if (rank == 1) {
+        std::this_thread::sleep_for(std::chrono::seconds(4));
+        continue;
+      }
+      const double start = now();
+      strata_result_t rc = strata_allreduce(buf.data(), buf.data(), buf.size(), STRATA_FLOAT32, STRATA_SUM, c);
+      const double took = now() - start;
+      if (rc != STRATA_ERR_TIMEOUT)
+        rep.fail("%s: allreduce ended with %s: %s", c == comm ? "parent" : "split", strata_result_string(rc),
+                 strata_comm_last_error(c));
+      if (took < 0.9 || took > 3)
+        rep.fail("%s: timed out after %.2f s, expected about 1 s", c == comm ? "parent" : "split", took);
+    }
+    strata_comm_destroy(split);
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "300"}});
+  expectAllPassed(outcomes);
+}
+
 struct Mismatch {
   const char* name;
   size_t count1;
