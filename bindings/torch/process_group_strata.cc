@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
+#include <pybind11/pybind11.h>
 
 #include <cstring>
 #include <exception>
@@ -30,8 +31,8 @@ at::Tensor& single(std::vector<at::Tensor>& tensors, const char* arg) {
   return tensors[0];
 }
 
-strata_datatype_t reduceType(const at::Tensor& t, const char* arg) {
-  switch (t.scalar_type()) {
+strata_datatype_t reduceType(at::ScalarType type, const char* arg) {
+  switch (type) {
     case at::kFloat: return STRATA_FLOAT32;
     case at::kDouble: return STRATA_FLOAT64;
     case at::kHalf: return STRATA_FLOAT16;
@@ -42,8 +43,7 @@ strata_datatype_t reduceType(const at::Tensor& t, const char* arg) {
     case at::kInt: return STRATA_INT32;
     case at::kLong: return STRATA_INT64;
     default:
-      TORCH_CHECK(false, "strata backend: ", arg, " has dtype ", t.scalar_type(),
-                  ", which strata cannot reduce");
+      TORCH_CHECK(false, "strata backend: ", arg, " has dtype ", type, ", which strata cannot reduce");
   }
 }
 
@@ -56,11 +56,26 @@ bool needsFold(c10d::ReduceOp::RedOpType op, const at::Tensor& t) {
   return isBitwise(op) && (t.scalar_type() != at::kBool || op == c10d::ReduceOp::BXOR);
 }
 
+const char* opName(c10d::ReduceOp::RedOpType op) {
+  switch (op) {
+    case c10d::ReduceOp::SUM: return "SUM";
+    case c10d::ReduceOp::AVG: return "AVG";
+    case c10d::ReduceOp::PRODUCT: return "PRODUCT";
+    case c10d::ReduceOp::MIN: return "MIN";
+    case c10d::ReduceOp::MAX: return "MAX";
+    case c10d::ReduceOp::BAND: return "BAND";
+    case c10d::ReduceOp::BOR: return "BOR";
+    case c10d::ReduceOp::BXOR: return "BXOR";
+    case c10d::ReduceOp::PREMUL_SUM: return "PREMUL_SUM";
+    default: return "UNUSED";
+  }
+}
+
 // Booleans reduce as bytes holding 0 or 1: sum and bitwise or are max,
 // product and bitwise and are min (as NCCL's backend does).
-strata_op_t reduceOp(const c10d::ReduceOp& op, const at::Tensor& t) {
-  const bool boolean = t.scalar_type() == at::kBool;
-  switch (op.op_) {
+strata_op_t reduceOp(c10d::ReduceOp::RedOpType op, at::ScalarType type) {
+  const bool boolean = type == at::kBool;
+  switch (op) {
     case c10d::ReduceOp::SUM: return boolean ? STRATA_MAX : STRATA_SUM;
     case c10d::ReduceOp::PRODUCT: return boolean ? STRATA_MIN : STRATA_PROD;
     case c10d::ReduceOp::MIN: return STRATA_MIN;
@@ -71,9 +86,72 @@ strata_op_t reduceOp(const c10d::ReduceOp& op, const at::Tensor& t) {
       TORCH_CHECK(!boolean, "strata backend: ReduceOp.AVG is not defined for bool tensors");
       return STRATA_AVG;
     default:
-      TORCH_CHECK(false, "strata backend: ReduceOp ", static_cast<int>(op.op_),
-                  " is not supported here (PREMUL_SUM is NCCL's)");
+      TORCH_CHECK(false, "strata backend: ReduceOp ", opName(op), " is not supported");
   }
+}
+
+// PREMUL_SUM's factor (torch._C._distributed_c10d._make_nccl_premul_sum):
+// a number, or a one-element tensor.
+double premulFactor(const c10d::ReduceOp& op) {
+  auto* supplement = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+  TORCH_CHECK(supplement, "strata backend: ReduceOp.PREMUL_SUM carries no factor");
+  if (supplement->tensor_factors.empty()) return supplement->double_factor;
+  const at::Tensor& f = supplement->tensor_factors[0];
+  TORCH_CHECK(f.numel() == 1, "strata backend: PREMUL_SUM's factor must hold one element, not ", f.numel());
+  return f.item<double>();
+}
+
+// How strata reduces `input` into `output` (the same tensor for in-place
+// calls) with torch's `op`: the buffers it reads and writes, seen as
+// elements of `type`. Complex tensors reduce as their real pairs (sum and
+// average only, as torch allows); int16, which strata lacks, as int32;
+// PREMUL_SUM as the sum of input * factor.
+struct Reduction {
+  static Reduction of(const at::Tensor& input, const at::Tensor& output, const c10d::ReduceOp& op, const char* arg);
+  // Elements strata writes: out's (per rank for reduce_scatter).
+  size_t count() const { return static_cast<size_t>(out.numel()); }
+  // After strata is done: the result into the caller's tensor, when `out` is a copy.
+  void finish() const;
+
+  at::Tensor in, out, target;
+  strata_datatype_t type = STRATA_UINT8;
+  strata_op_t op = STRATA_SUM;
+  bool copyBack = false;
+};
+
+Reduction Reduction::of(const at::Tensor& input, const at::Tensor& output, const c10d::ReduceOp& op,
+                        const char* arg) {
+  Reduction r;
+  r.target = output;
+  r.in = input;
+  r.out = output;
+  c10d::ReduceOp::RedOpType kind = op.op_;
+  if (kind == c10d::ReduceOp::PREMUL_SUM) {
+    TORCH_CHECK(at::isFloatingType(input.scalar_type()) || at::isComplexType(input.scalar_type()),
+                "strata backend: ReduceOp.PREMUL_SUM needs a floating-point tensor, not ", input.scalar_type());
+    r.in = input.mul(premulFactor(op));  // a copy: the caller's input is left as it was
+    kind = c10d::ReduceOp::SUM;
+  }
+  if (at::isComplexType(input.scalar_type())) {
+    TORCH_CHECK(kind == c10d::ReduceOp::SUM || kind == c10d::ReduceOp::AVG, "strata backend: ReduceOp.",
+                opName(op.op_), " is not defined for complex tensors (", arg, " is ", input.scalar_type(), ")");
+    r.in = at::view_as_real(r.in);
+    r.out = at::view_as_real(r.out);
+  } else if (input.scalar_type() == at::kShort) {
+    // int16, which strata lacks, as int32: sums and products agree modulo
+    // 2^16, which the copy back keeps; the average is exact (no wrap).
+    const bool inPlace = r.in.is_same(r.out);
+    r.in = r.in.to(at::kInt);
+    r.out = inPlace ? r.in : at::empty(r.out.sizes(), r.out.options().dtype(at::kInt));
+    r.copyBack = true;
+  }
+  r.type = reduceType(r.in.scalar_type(), arg);
+  r.op = reduceOp(kind, input.scalar_type());
+  return r;
+}
+
+void Reduction::finish() const {
+  if (copyBack) target.copy_(out);
 }
 
 size_t bytesOf(const at::Tensor& t) { return t.numel() * t.element_size(); }
@@ -138,7 +216,9 @@ ProcessGroupStrata::ProcessGroupStrata(const c10::intrusive_ptr<c10d::Store>& st
                 "-byte id under ", kIdKey, ", expected ", sizeof(id.internal));
     std::memcpy(id.internal, got.data(), got.size());
   }
-  check(strata_comm_init_rank(&comm_, size, id, rank), "strata_comm_init_rank");
+  strata_config_t config = STRATA_CONFIG_INITIALIZER;
+  config.timeout_seconds = std::chrono::duration<double>(timeout).count();
+  check(strata_comm_init_rank_config(&comm_, size, id, rank, &config), "strata_comm_init_rank_config");
   completer_ = std::thread([this] { completionLoop(); });
 }
 
@@ -148,7 +228,15 @@ ProcessGroupStrata::~ProcessGroupStrata() {
     stopping_ = true;
   }
   cv_.notify_all();
-  completer_.join();
+  // The completion thread may need the GIL (to run a future's Python
+  // callbacks, or to drop the last reference to one), and whoever drops the
+  // last reference to this group (a DDP reducer, torch's group map) may hold it.
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    pybind11::gil_scoped_release release;
+    completer_.join();
+  } else {
+    completer_.join();
+  }
   strata_comm_destroy(comm_);
 }
 
@@ -220,7 +308,8 @@ void ProcessGroupStrata::completionLoop() {
           if (isDone) request = nullptr;
           else finished = false;
         }
-        if (rc != STRATA_SUCCESS && error.empty()) error = strata_last_error();
+        if (rc != STRATA_SUCCESS && error.empty())
+          error = std::string(strata_result_string(rc)) + ": " + strata_last_error();
       }
       if (!finished) continue;
       // An exception must not leave this thread: it becomes the work's error.
@@ -259,11 +348,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::allreduce(std::vector<at::Ten
                                                              const c10d::AllreduceOptions& opts) {
   at::Tensor& t = single(tensors, "tensors");
   if (needsFold(opts.reduceOp.op_, t)) return bitwiseAllreduce(t, opts.reduceOp.op_);
-  strata_datatype_t dt = reduceType(t, "tensors");
-  strata_op_t op = reduceOp(opts.reduceOp, t);
+  const Reduction r = Reduction::of(t, t, opts.reduceOp, "tensors");
   auto work = newWork(rank_, c10d::OpType::ALLREDUCE, tensors);
   work->requests.resize(1);
-  check(strata_iallreduce(t.data_ptr(), t.data_ptr(), t.numel(), dt, op, comm_, &work->requests[0]), "allreduce");
+  check(strata_iallreduce(r.in.data_ptr(), r.out.data_ptr(), r.count(), r.type, r.op, comm_,
+                          &work->requests[0]),
+        "allreduce");
+  work->keepAlive = {r.in, r.out};
+  work->afterDone = [r] { r.finish(); };
   return track(work);
 }
 
@@ -272,17 +364,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::allreduce(std::vector<at::Ten
 c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   TORCH_CHECK(!isBitwise(opts.reduceOp.op_), "strata backend: bitwise ops are not supported by allreduce_coalesced");
-  for (const at::Tensor& t : tensors) checkTensor(t, "tensors");
+  std::vector<Reduction> parts;
+  for (const at::Tensor& t : tensors) {
+    checkTensor(t, "tensors");
+    parts.push_back(Reduction::of(t, t, opts.reduceOp, "tensors"));
+  }
   auto work = newWork(rank_, c10d::OpType::ALLREDUCE_COALESCED, tensors);
   inGroup("allreduce_coalesced", [&] {
     strata_result_t rc = STRATA_SUCCESS;
-    for (at::Tensor& t : tensors) {
-      rc = strata_allreduce(t.data_ptr(), t.data_ptr(), t.numel(), reduceType(t, "tensors"),
-                            reduceOp(opts.reduceOp, t), comm_);
+    for (const Reduction& r : parts) {
+      rc = strata_allreduce(r.in.data_ptr(), r.out.data_ptr(), r.count(), r.type, r.op, comm_);
       if (rc != STRATA_SUCCESS) break;
     }
     return rc;
   });
+  work->afterDone = [parts] {
+    for (const Reduction& r : parts) r.finish();
+  };
   return done(work);
 }
 
@@ -294,11 +392,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::reduce(std::vector<at::Tensor
     at::Tensor copy = opts.rootRank == rank_ ? t : t.clone();
     return bitwiseAllreduce(copy, opts.reduceOp.op_);
   }
+  const Reduction r = Reduction::of(t, t, opts.reduceOp, "tensors");
+  const bool root = opts.rootRank == rank_;
   auto work = newWork(rank_, c10d::OpType::REDUCE, tensors);
   work->requests.resize(1);
-  check(strata_ireduce(t.data_ptr(), t.data_ptr(), t.numel(), reduceType(t, "tensors"), reduceOp(opts.reduceOp, t),
+  check(strata_ireduce(r.in.data_ptr(), r.out.data_ptr(), r.count(), r.type, r.op,
                        static_cast<int>(opts.rootRank), comm_, &work->requests[0]),
         "reduce");
+  work->keepAlive = {r.in, r.out};
+  work->afterDone = [r, root] {
+    if (root) r.finish();  // elsewhere strata leaves `out` as it was
+  };
   return track(work);
 }
 
@@ -337,6 +441,48 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::allgather(std::vector<std::ve
   work->keepAlive = {flat, in};
   work->afterDone = [flat, outs]() mutable {
     for (size_t r = 0; r < outs.size(); ++r) outs[r].view(-1).copy_(flat[r]);
+  };
+  return track(work);
+}
+
+// Every input side by side in one byte buffer, one allgather of it, copied
+// out: output_lists[r][i] gets rank r's inputs[i].
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions&) {
+  const size_t n = getSize();
+  TORCH_CHECK(outputLists.size() == n, "strata backend: output_tensor_lists must hold world_size (", n, ") lists");
+  std::vector<at::Tensor> packedParts, outs;
+  for (const at::Tensor& t : inputs) {
+    checkTensor(t, "input_tensor_list");
+    packedParts.push_back(t.reshape(-1).view(at::kByte));
+  }
+  for (const auto& list : outputLists) {
+    TORCH_CHECK(list.size() == inputs.size(), "strata backend: every list of output_tensor_lists must hold ",
+                inputs.size(), " tensors, as input_tensor_list does");
+    for (size_t i = 0; i < list.size(); ++i) {
+      checkTensor(list[i], "output_tensor_lists");
+      TORCH_CHECK(list[i].numel() == inputs[i].numel() && list[i].scalar_type() == inputs[i].scalar_type(),
+                  "strata backend: output_tensor_lists[r][", i, "] must match input_tensor_list[", i,
+                  "]'s size and dtype");
+      outs.push_back(list[i]);
+    }
+  }
+  at::Tensor packed = packedParts.empty() ? at::empty({0}, at::kByte) : at::cat(packedParts);
+  at::Tensor all = at::empty({static_cast<int64_t>(n), packed.numel()}, packed.options());
+  auto work = newWork(rank_, c10d::OpType::ALLGATHER_COALESCED, outs);
+  work->requests.resize(1);
+  check(strata_iallgather(bytes(packed), bytes(all), bytesOf(packed), STRATA_UINT8, comm_, &work->requests[0]),
+        "allgather_coalesced");
+  work->keepAlive = {packed, all};
+  work->afterDone = [all, outputLists]() mutable {
+    for (size_t r = 0; r < outputLists.size(); ++r) {
+      int64_t at = 0;
+      for (at::Tensor& out : outputLists[r]) {
+        const int64_t size = static_cast<int64_t>(bytesOf(out));
+        out.reshape(-1).view(at::kByte).copy_(all[r].narrow(0, at, size));
+        at += size;
+      }
+    }
   };
   return track(work);
 }
@@ -409,12 +555,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::_reduce_scatter_base(at::Tens
               "strata backend: input must hold world_size times output's elements, same dtype");
   TORCH_CHECK(!needsFold(opts.reduceOp.op_, output),
               "strata backend: bitwise ops are not supported by reduce_scatter");
+  const Reduction r = Reduction::of(input, output, opts.reduceOp, "output");
   auto work = newWork(rank_, c10d::OpType::REDUCE_SCATTER, {output});
   work->requests.resize(1);
-  check(strata_ireduce_scatter(input.data_ptr(), output.data_ptr(), output.numel(), reduceType(output, "output"),
-                               reduceOp(opts.reduceOp, output), comm_, &work->requests[0]),
+  check(strata_ireduce_scatter(r.in.data_ptr(), r.out.data_ptr(), r.count(), r.type, r.op, comm_,
+                               &work->requests[0]),
         "reduce_scatter");
-  work->keepAlive = {input};
+  work->keepAlive = {input, r.in, r.out};
+  work->afterDone = [r] { r.finish(); };
   return track(work);
 }
 

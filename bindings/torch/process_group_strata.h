@@ -51,7 +51,10 @@ class StrataWork : public c10d::Work {
 class ProcessGroupStrata : public c10d::ProcessGroup {
  public:
   // Collective over the group: rank 0 makes a unique id and passes it through
-  // the store torch gives every backend.
+  // the store torch gives every backend. `timeout` (the group's, as given to
+  // init_process_group or new_group) bounds the wait for the id and is the
+  // communicator's timeout: an operation that makes no progress for that long
+  // fails with torch's error on every rank, instead of hanging.
   ProcessGroupStrata(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                      std::chrono::milliseconds timeout);
   ~ProcessGroupStrata() override;
@@ -74,6 +77,9 @@ class ProcessGroupStrata : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                            std::vector<at::Tensor>& inputs,
                                            const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputLists,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
                                                  const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,

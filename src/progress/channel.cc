@@ -101,7 +101,7 @@ void Channel::noteBlocked(FailureSink& comm, const ChannelPlan& plan, size_t cur
     OpDesc desc = OpDesc::unpack(ctx.tag.desc);
     const std::string wait = executor_.describeWait(plan, cursor, linksOf(ctx), ctx);
     comm.fail(STRATA_ERROR(STRATA_ERR_TIMEOUT,
-                           "%s (operation #%llu) made no progress for %.1f s (STRATA_TIMEOUT) in %s; is "
+                           "%s (operation #%llu) made no progress for %.1f s (STRATA_TIMEOUT, or its config's) in %s; is "
                            "every rank calling the same collectives?%s",
                            desc.describe().c_str(), (unsigned long long)ctx.tag.seq, now - blockedSince_,
                            wait.c_str(), pathHint(ctx)));

@@ -11,35 +11,9 @@ its parameters against a single-process run on the whole batch.
     torch_backend_test.py NRANKS SANITIZE   (the parent: spawns NRANKS ranks)
 """
 import os
-import socket
-import subprocess
 import sys
 
-TIMEOUT = 240
-
-
-def parent(nranks):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    procs = []
-    for rank in range(nranks):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(nranks), LOCAL_RANK=str(rank),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen([sys.executable, __file__, "--rank"], env=env))
-    failed = False
-    for rank, p in enumerate(procs):
-        try:
-            rc = p.wait(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            print("rank %d did not finish within %d s" % (rank, TIMEOUT))
-            return 1
-        if rc != 0:
-            print("rank %d exited with %d" % (rank, rc))
-            failed = True
-    return 1 if failed else 0
+from ranks import main
 
 
 def child():
@@ -72,7 +46,7 @@ def child():
             v = (i * 7 + r * 13) % 17 - (0 if dtype == torch.uint8 else 8)
         return v.to(dtype)
 
-    exact_types = (torch.int8, torch.uint8, torch.int32, torch.int64, torch.bool)
+    exact_types = (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool)
     float_types = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
     counts = (0, 1, 7, 1000, 70001)
 
@@ -125,8 +99,8 @@ def child():
                         failures.append("async all_reduce: work or future incomplete")
                 what = "all_reduce %s %s count %d" % (dtype, opname, count)
                 expect(what, t, want, dtype in exact_types or dtype in (torch.float32, torch.float64))
-                gloo_has = op != dist.ReduceOp.AVG and dtype not in (torch.bool, torch.bfloat16, torch.float16) \
-                    and count == 1000
+                gloo_has = op != dist.ReduceOp.AVG and count == 1000 \
+                    and dtype not in (torch.bool, torch.int16, torch.bfloat16, torch.float16)
                 if gloo_has:
                     g = inputs[rank].clone()
                     dist.all_reduce(g, op=op, group=gloo)
@@ -231,9 +205,10 @@ def child():
     for what, call, needle in [
             ("non-contiguous", lambda: dist.all_reduce(torch.zeros(4, 4).t()), "contiguous"),
             ("root out of range", lambda: dist.broadcast(torch.zeros(4), src=n + 3), "rank"),
-            ("int16 sum", lambda: dist.all_reduce(torch.zeros(4, dtype=torch.int16)), "dtype"),
+            ("premul_sum on integers", lambda: dist.all_reduce(torch.zeros(4, dtype=torch.int32),
+                                                               op=dist._make_nccl_premul_sum(2.0)), "floating-point"),
             ("a bad tensor in a coalesced call",
-             lambda: dist.all_reduce_coalesced([torch.ones(2), torch.zeros(2, dtype=torch.int16)]), "dtype")]:
+             lambda: dist.all_reduce_coalesced([torch.ones(2), torch.zeros(2, 2).t()]), "contiguous")]:
         try:
             call()
             failures.append("%s: no error" % what)
@@ -290,11 +265,4 @@ def ddp_matches_single_process(torch, dist, rank, n):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--rank"]:
-        child()
-    elif sys.argv[2] != "none":
-        print("skipped: this build uses -fsanitize=%s, and the uninstrumented python3 cannot load an "
-              "instrumented extension; the release build runs this test" % sys.argv[2])
-        sys.exit(77)
-    else:
-        sys.exit(parent(int(sys.argv[1])))
+    main(__file__, child)

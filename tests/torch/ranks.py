@@ -1,0 +1,51 @@
+"""Starts a torch.distributed test script as NRANKS real processes, the way
+torchrun starts them (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+MASTER_PORT), each running `script --rank`, and waits for them with a
+deadline.
+
+    main(script): the test's entry point; argv is NRANKS SANITIZE.
+"""
+import os
+import socket
+import subprocess
+import sys
+
+TIMEOUT = 240
+
+
+def launch(script, nranks):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    for rank in range(nranks):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(nranks), LOCAL_RANK=str(rank),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+        procs.append(subprocess.Popen([sys.executable, script, "--rank"], env=env))
+    failed = False
+    for rank, p in enumerate(procs):
+        try:
+            rc = p.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            print("rank %d did not finish within %d s" % (rank, TIMEOUT))
+            return 1
+        if rc != 0:
+            print("rank %d exited with %d" % (rank, rc))
+            failed = True
+    return 1 if failed else 0
+
+
+def main(script, child):
+    """Runs `child` in a rank process, else launches the ranks (skipping, with
+    exit code 77, under a sanitizer: the uninstrumented python3 cannot load
+    an instrumented extension; the release build runs the test)."""
+    if sys.argv[1:] == ["--rank"]:
+        child()
+    elif sys.argv[2] != "none":
+        print("skipped: this build uses -fsanitize=%s, and the uninstrumented python3 cannot load an "
+              "instrumented extension; the release build runs this test" % sys.argv[2])
+        sys.exit(77)
+    else:
+        sys.exit(launch(script, int(sys.argv[1])))
