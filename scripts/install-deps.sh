@@ -13,6 +13,7 @@ packages=(
   python3-numpy                                 # Python bindings' tests
   python3-matplotlib                            # bench/compare*'s --plot
   python3-torch libtorch-dev pybind11-dev python3-dev  # PyTorch backend
+  python3-mesonpy python3-venv python3-pip      # pip install . (pyproject.toml), tested in a fresh venv
   libopenblas0-pthread                          # torch's BLAS (Debian's default is the reference BLAS)
   libgloo-dev iperf3                            # bench/compare-net's references
   iproute2 nftables                             # multi-host tests in network namespaces

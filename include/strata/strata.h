@@ -88,6 +88,11 @@ typedef struct strata_request* strata_request_t;
 /* Version as STRATA_VERSION_CODE of the loaded library. */
 STRATA_API strata_result_t strata_get_version(int* version);
 
+/* The transports this host can use, in the order strata prefers them, as
+ * space-separated names ("shm ib tcp"), written NUL-terminated into names
+ * (len bytes; 64 are always enough). */
+STRATA_API strata_result_t strata_get_transports(char* names, size_t len);
+
 /* A static, human-readable name for a result code ("invalid argument", ...). */
 STRATA_API const char* strata_result_string(strata_result_t result);
 

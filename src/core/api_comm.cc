@@ -20,6 +20,7 @@
 #include "log.h"
 #include "params.h"
 #include "pmix_job.h"
+#include "transport.h"
 
 namespace strata::api {
 namespace {
@@ -236,6 +237,17 @@ STRATA_API const char* strata_comm_last_error(strata_comm_t comm) {
   }
   return copy.c_str();
 }
+
+STRATA_API strata_result_t strata_get_transports(char* names, size_t len) try {
+  if (!names || len == 0) return finish(STRATA_INVALID_ARG("names is NULL or len is 0"));
+  api::reloadSettings();
+  topo::HostInfo self = topo::probeHost();
+  std::string list;
+  for (const auto& t : makeTransports(&self)) list += (list.empty() ? "" : " ") + std::string(t->name());
+  if (list.size() >= len) return finish(STRATA_INVALID_ARG("len %zu is too small for \"%s\"", len, list.c_str()));
+  std::snprintf(names, len, "%s", list.c_str());
+  return STRATA_SUCCESS;
+} STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_get_unique_id(strata_unique_id_t* id) try {
   if (!id) return finish(STRATA_INVALID_ARG("id (the output pointer) is NULL"));

@@ -38,6 +38,17 @@ TEST(Api, ResultStringsVersionAndSizes) {
   EXPECT_EQ(strata_datatype_size(static_cast<strata_datatype_t>(99)), 0u);
 }
 
+TEST(Api, TransportsOfThisHost) {
+  char names[64];
+  ASSERT_EQ(strata_get_transports(names, sizeof(names)), STRATA_SUCCESS) << strata_last_error();
+  const std::string list = std::string(" ") + names + " ";
+  EXPECT_NE(list.find(" shm "), std::string::npos) << names;  // every Linux host has both
+  EXPECT_NE(list.find(" tcp "), std::string::npos) << names;
+  EXPECT_EQ(strata_get_transports(nullptr, 64), STRATA_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(strata_get_transports(names, 3), STRATA_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(strata_last_error(), "len 3")) << strata_last_error();
+}
+
 TEST(Api, InitRejectsBadArguments) {
   strata_unique_id_t id;
   ASSERT_EQ(strata_get_unique_id(&id), STRATA_SUCCESS);

@@ -8,15 +8,16 @@ SONAME = "libstrata.so.0"
 
 
 def _load():
-    # An installed package finds libstrata in the libdir meson wrote into
-    # _config.py, which need not be on the loader's path; a source checkout has
-    # no _config.py and relies on LD_LIBRARY_PATH (e.g. build/src).
+    # An installed package finds libstrata where meson's _config.py says,
+    # which need not be on the loader's path; a source checkout has no
+    # _config.py and relies on LD_LIBRARY_PATH (e.g. build/src). Loaded
+    # first, it also serves the torch extension, which needs it by SONAME.
     try:
         from . import _config
     except ImportError:
         path = SONAME
     else:
-        path = os.path.join(_config.libdir, SONAME)
+        path = os.path.join(_config.libdir, _config.library)
     try:
         return ctypes.CDLL(path), path
     except OSError as e:
@@ -42,6 +43,7 @@ class UniqueId(ctypes.Structure):
 # strata_result_t unless listed in _RESTYPES.
 _ARGTYPES = {
     "strata_get_version": [_P(c_int)],
+    "strata_get_transports": [ctypes.c_char_p, c_size_t],
     "strata_last_error": [],
     "strata_datatype_size": [c_int],
     "strata_get_unique_id": [_P(UniqueId)],
@@ -126,6 +128,13 @@ def version():
     code = c_int()
     lib.strata_get_version(ctypes.byref(code))
     return f"{code.value // 10000}.{code.value // 100 % 100}.{code.value % 100}"
+
+
+def transports():
+    """The transports this host can use, in strata's order of preference."""
+    names = ctypes.create_string_buffer(256)
+    check(lib.strata_get_transports(names, len(names)), "strata_get_transports")
+    return names.value.decode().split()
 
 
 class StrataError(RuntimeError):

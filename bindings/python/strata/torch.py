@@ -8,9 +8,15 @@ the backend's ranks meet through the store torch hands it. The backend
 itself is C++ (a c10d::ProcessGroup over strata's C API, module _strata_torch);
 this file only registers it.
 """
+import importlib
+import importlib.util
+
 import torch.distributed as _dist
 
-import _strata_torch
+# pip install puts the extension inside this package; a build tree or a
+# system install (meson install) has it on sys.path.
+_extension = importlib.import_module(
+    __package__ + "._strata_torch" if importlib.util.find_spec(__package__ + "._strata_torch") else "_strata_torch")
 
 if not hasattr(_dist.Backend, "STRATA"):
-    _dist.Backend.register_backend("strata", _strata_torch.create_process_group)
+    _dist.Backend.register_backend("strata", _extension.create_process_group)
