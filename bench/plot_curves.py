@@ -72,6 +72,31 @@ def bars(path, title, unit, values):
     return None
 
 
+def grouped_bars(path, title, unit, groups):
+    """groups: {group: {series: value}}, both in order: per group, one bar per
+    series side by side (the same series in the same colour everywhere)."""
+    plt, why = _pyplot()
+    if not plt:
+        return why
+    names = list(groups)
+    series = list(dict.fromkeys(s for g in groups.values() for s in g))
+    width = 0.8 / max(1, len(series))
+    fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(names)), 4.5))
+    for i, label in enumerate(series):
+        xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(names))]
+        ys = [groups[n].get(label, float("nan")) for n in names]
+        ax.bar_label(ax.bar(xs, ys, width, label=label), fmt="%.3g", fontsize=7)
+    ax.set_xticks(range(len(names)), names, rotation=15, fontsize=8)
+    ax.set_ylabel(unit)
+    ax.set_title(title)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
 def report(path, why):
     """Says where the plot went, or why there is none (then exits 1: it was
     asked for)."""

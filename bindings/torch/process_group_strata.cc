@@ -4,6 +4,7 @@
 #include <ATen/core/ivalue.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
@@ -286,6 +287,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::done(c10::intrusive_ptr<Strat
 // wait policy); with several, tests them in turn so that a receive whose
 // sender is late does not hold back later sends.
 void ProcessGroupStrata::completionLoop() {
+  constexpr std::chrono::microseconds kMinSleep{20}, kMaxSleep{500};
+  std::chrono::microseconds idleSleep = kMinSleep;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     cv_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
@@ -327,7 +330,11 @@ void ProcessGroupStrata::completionLoop() {
           break;
         }
     }
-    if (!progressed) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    // Back off while nothing completes: DDP keeps several bucket allreduces
+    // in flight for milliseconds, and every wake-up here is taken from the
+    // cores that compute the backward pass.
+    idleSleep = progressed ? kMinSleep : std::min(idleSleep * 2, kMaxSleep);
+    if (!progressed) std::this_thread::sleep_for(idleSleep);
     lock.lock();
   }
 }
@@ -346,6 +353,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::broadcast(std::vector<at::Ten
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::allreduce(std::vector<at::Tensor>& tensors,
                                                              const c10d::AllreduceOptions& opts) {
+  if (tensors.size() == 1 && tensors[0].is_sparse()) return sparseAllreduce(tensors[0], opts.reduceOp);
   at::Tensor& t = single(tensors, "tensors");
   if (needsFold(opts.reduceOp.op_, t)) return bitwiseAllreduce(t, opts.reduceOp.op_);
   const Reduction r = Reduction::of(t, t, opts.reduceOp, "tensors");
@@ -426,6 +434,58 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::bitwiseAllreduce(at::Tensor& 
     tensor.view(-1).copy_(acc);
   };
   return track(work);
+}
+
+// Every rank's coalesced indices and values, gathered whole (allgatherv of
+// their bytes, after an allgather of the counts), and summed here: what
+// gloo does; the sum of sparse gradients stays sparse.
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::sparseAllreduce(at::Tensor& tensor, const c10d::ReduceOp& op) {
+  TORCH_CHECK(tensor.layout() == at::kSparse && tensor.device().is_cpu(),
+              "strata backend: tensors must be a sparse COO tensor on the CPU");
+  TORCH_CHECK(op.op_ == c10d::ReduceOp::SUM, "strata backend: sparse tensors reduce by SUM only, not ",
+              opName(op.op_));
+  const at::Tensor mine = tensor.coalesce();
+  const at::Tensor indices = mine._indices().contiguous();  // [sparse_dim, nnz], int64
+  const at::Tensor values = mine._values().contiguous();    // [nnz, dense sizes...]
+  const size_t n = getSize();
+  const int64_t sparseDim = indices.size(0);
+  int64_t rowBytes = values.element_size();  // one index's values: the dense dimensions
+  for (int64_t d = 1; d < values.dim(); ++d) rowBytes *= values.size(d);
+  int64_t nnz = mine._nnz();
+  std::vector<int64_t> counts(n);
+  check(strata_allgather(&nnz, counts.data(), 1, STRATA_INT64, comm_), "allreduce (sparse: counts)");
+  std::vector<size_t> indexBytes(n), indexDispls(n), valueBytes(n), valueDispls(n);
+  size_t indexTotal = 0, valueTotal = 0;
+  for (size_t r = 0; r < n; ++r) {
+    indexBytes[r] = static_cast<size_t>(counts[r] * sparseDim) * sizeof(int64_t);
+    valueBytes[r] = static_cast<size_t>(counts[r] * rowBytes);
+    indexDispls[r] = indexTotal;
+    valueDispls[r] = valueTotal;
+    indexTotal += indexBytes[r];
+    valueTotal += valueBytes[r];
+  }
+  at::Tensor allIndices = at::empty({static_cast<int64_t>(indexTotal)}, at::kByte);
+  at::Tensor allValues = at::empty({static_cast<int64_t>(valueTotal)}, at::kByte);
+  inGroup("allreduce (sparse)", [&] {
+    strata_result_t rc = strata_allgatherv(bytes(indices), bytesOf(indices), bytes(allIndices), indexBytes.data(),
+                                           indexDispls.data(), STRATA_UINT8, comm_);
+    return rc != STRATA_SUCCESS ? rc
+                                : strata_allgatherv(bytes(values), bytesOf(values), bytes(allValues), valueBytes.data(),
+                                                    valueDispls.data(), STRATA_UINT8, comm_);
+  });
+  std::vector<at::Tensor> indexParts;
+  for (size_t r = 0; r < n; ++r)
+    indexParts.push_back(allIndices.narrow(0, static_cast<int64_t>(indexDispls[r]), static_cast<int64_t>(indexBytes[r]))
+                             .view(at::kLong)
+                             .view({sparseDim, counts[r]}));
+  std::vector<int64_t> valueShape = values.sizes().vec();
+  valueShape[0] = -1;
+  const at::Tensor summed =
+      at::sparse_coo_tensor(at::cat(indexParts, 1), allValues.view(values.scalar_type()).view(valueShape),
+                            tensor.sizes())
+          .coalesce();
+  tensor.copy_(summed);
+  return done(newWork(rank_, c10d::OpType::ALLREDUCE, {tensor}));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::allgather(std::vector<std::vector<at::Tensor>>& outputs,

@@ -115,6 +115,8 @@ class ProcessGroupStrata : public c10d::ProcessGroup {
   void inGroup(const char* what, const std::function<strata_result_t()>& issue);
   // Throws torch's error with strata's message when rc is a failure.
   void check(strata_result_t rc, const char* what) const;
+  // A sparse COO tensor's SUM: every rank's entries gathered and added here.
+  c10::intrusive_ptr<c10d::Work> sparseAllreduce(at::Tensor& tensor, const c10d::ReduceOp& op);
   // A fold of every rank's tensor by a bitwise op, which strata lacks.
   c10::intrusive_ptr<c10d::Work> bitwiseAllreduce(at::Tensor& tensor, c10d::ReduceOp::RedOpType op);
 

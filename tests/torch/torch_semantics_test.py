@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """torch.distributed's semantics around the collectives, with backend="strata":
-complex and int16 reductions, PREMUL_SUM, all_gather_coalesced, futures
+complex and int16 reductions, PREMUL_SUM, sparse allreduce, all_gather_coalesced, futures
 chained with then(), Work.wait(timeout), a group's timeout turning into
 torch's error, subgroups, and DDP's communication hooks (fp16 and bf16
 compression), each checked against a float64 reference computed here, gloo's
@@ -112,6 +112,28 @@ def child():
             dist.reduce(t, dst=0, op=dist._make_nccl_premul_sum(factor))
             if rank != 0:
                 expect("premul_sum reduce leaves a non-root's input", t, x)
+
+    # Sparse COO allreduce (SUM, as gloo): each rank's own entries, some
+    # shared, one rank with none; the result is coalesced, and equals the
+    # dense sum and gloo's.
+    for dense_cols in (None, 3):
+        def sparse_of(r):
+            nnz = 0 if r == n - 1 and n > 2 else 5 + r
+            idx = torch.stack([torch.arange(nnz) * (r + 1) % 17, torch.arange(nnz) % 4])
+            shape = (17, 4) if dense_cols is None else (17, 4, dense_cols)
+            vals = torch.arange(nnz * (dense_cols or 1), dtype=torch.float64).reshape(
+                (nnz,) if dense_cols is None else (nnz, dense_cols)) + r
+            return torch.sparse_coo_tensor(idx, vals, shape)
+        t = sparse_of(rank)
+        dist.all_reduce(t)
+        want = sum(sparse_of(r).to_dense() for r in range(n))
+        if not t.is_sparse or not t.is_coalesced():
+            failures.append("sparse all_reduce: the result is not a coalesced sparse tensor")
+        expect("sparse all_reduce (dense dims %s)" % dense_cols, t.to_dense(), want)
+        g = sparse_of(rank)
+        dist.all_reduce(g, group=gloo)
+        expect("sparse all_reduce vs gloo", t.to_dense(), g.to_dense())
+    expect_error("sparse MAX", lambda: dist.all_reduce(sparse_of(rank), op=dist.ReduceOp.MAX), "SUM only")
 
     # all_gather_coalesced: several tensors of one dtype (torch's rule), of
     # several shapes, for a float and an integer dtype, vs gloo.
