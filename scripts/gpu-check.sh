@@ -14,7 +14,8 @@
 # libnccl.so.2 and runs its programs with result checking, runs
 # all_reduce_perf again on the NCCL wheel's library for a side-by-side,
 # runs PyTorch's NCCL backend over strata's libnccl on 2 and 4 processes
-# sharing GPU 0, measures allreduce on GPU memory (GPU to GPU and staged)
+# sharing GPU 0, builds strata's own torch backend against this torch (2.x)
+# and runs its tests, measures allreduce on GPU memory (GPU to GPU and staged)
 # and the reduction kernels against the GPU's copy rates, and runs one GPU
 # program under compute-sanitizer's memcheck. Each check is isolated (one failing does not
 # stop the others; those that need its result say NOT RUN) and has a
@@ -302,6 +303,32 @@ for n in 2 4; do
     record "$name" "FAIL" "${first:-$(why "$status" "$name")}$torchNote; log $log"
   fi
 done
+
+# --- strata's own torch backend, built against this machine's torch 2.x ------
+# A CPU-only build of its own (a torch API mismatch must not cost the GPU
+# checks their build), -Dpython=python3 so that the backend compiles against
+# the torch that python3 imports, then the meson suite torch (every
+# collective, dtype and op against float64 references and gloo, futures,
+# timeouts, subgroups, DDP and its hooks; 2 and 4 ranks, CPU tensors).
+name="strata torch backend on this torch"
+tbuild="$build-torch"
+if ! timeout 120 python3 -c 'import torch' >/dev/null 2>&1; then
+  record "$name" "NOT RUN" "python3 cannot import torch"
+elif [ ${#meson[@]} -eq 0 ] || [ -z "$ninja" ]; then
+  record "$name" "NOT RUN" "needs meson and ninja"
+else
+  tver=$(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null)
+  run "$name" 1800 bash -c "{ [ -f '$tbuild/build.ninja' ] || ${meson[*]} setup '$tbuild' -Dcuda=disabled \
+        -Dtorch=enabled -Dpython=\"\$(command -v python3)\" -Dbenchmarks=disabled -Dmpi=disabled; } &&
+      $ninja -C '$tbuild' && ${meson[*]} test -C '$tbuild' --suite torch --print-errorlogs"
+  status=$?
+  log=$(logOf "$name")
+  if [ $status -eq 0 ]; then
+    record "$name" "PASS" "torch $tver: $(grep -cE '^ *[0-9]+/[0-9]+ .* OK ' "$log") tests of suite torch"
+  else
+    record "$name" "FAIL" "torch $tver: $(why "$status" "$name")"
+  fi
+fi
 
 # --- allreduce on GPU memory against the copy rates (issues 17 and 18) --------
 # strata-gpu-allreduce: 2 ranks on GPU 0, float32 allreduce of 256 MiB on a

@@ -96,8 +96,13 @@ strata_op_t reduceOp(c10d::ReduceOp::RedOpType op, at::ScalarType type) {
 double premulFactor(const c10d::ReduceOp& op) {
   auto* supplement = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
   TORCH_CHECK(supplement, "strata backend: ReduceOp.PREMUL_SUM carries no factor");
+#if TORCH_VERSION_MAJOR >= 2
+  if (!supplement->tensor_factor.defined()) return supplement->double_factor;
+  const at::Tensor& f = supplement->tensor_factor;
+#else
   if (supplement->tensor_factors.empty()) return supplement->double_factor;
   const at::Tensor& f = supplement->tensor_factors[0];
+#endif
   TORCH_CHECK(f.numel() == 1, "strata backend: PREMUL_SUM's factor must hold one element, not ", f.numel());
   return f.item<double>();
 }
@@ -205,7 +210,7 @@ void StrataWork::complete(const std::string& error) {
 
 ProcessGroupStrata::ProcessGroupStrata(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                        std::chrono::milliseconds timeout)
-    : c10d::ProcessGroup(rank, size) {
+    : BackendBase(rank, size) {
   strata_unique_id_t id;
   if (rank == 0) {
     check(strata_get_unique_id(&id), "strata_get_unique_id");
@@ -241,7 +246,7 @@ ProcessGroupStrata::~ProcessGroupStrata() {
   strata_comm_destroy(comm_);
 }
 
-c10::intrusive_ptr<c10d::ProcessGroup> ProcessGroupStrata::create(const c10::intrusive_ptr<c10d::Store>& store,
+c10::intrusive_ptr<BackendBase> ProcessGroupStrata::create(const c10::intrusive_ptr<c10d::Store>& store,
                                                                   int rank, int size,
                                                                   const std::chrono::duration<float>& timeout) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);

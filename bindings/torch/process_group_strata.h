@@ -1,5 +1,7 @@
-// torch.distributed's "strata" backend: a c10d::ProcessGroup over strata's C
-// API, for CPU tensors (PyTorch 1.13's ProcessGroup interface).
+// torch.distributed's "strata" backend over strata's C API, for CPU tensors:
+// a c10d::Backend under torch 2 (whose ProcessGroup holds one backend per
+// device type), a c10d::ProcessGroup under torch 1.13 (where the group is
+// the backend). The operations are the same virtual functions in both.
 //
 // Collectives are issued non-blocking (strata_i*) from the caller's thread and
 // handed to the group's completion thread, which finishes each Work and its
@@ -10,8 +12,13 @@
 // reductions (an allgather folded locally) complete before the call returns.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
 
 #include <chrono>
 #include <condition_variable>
@@ -24,6 +31,12 @@
 #include "strata/strata.h"
 
 namespace strata::torch_backend {
+
+#if TORCH_VERSION_MAJOR >= 2
+using BackendBase = c10d::Backend;
+#else
+using BackendBase = c10d::ProcessGroup;
+#endif
 
 // One operation: strata's requests, the tensors torch reads back as the
 // result, and what to do once the requests are done (copy a gathered buffer
@@ -48,7 +61,7 @@ class StrataWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-class ProcessGroupStrata : public c10d::ProcessGroup {
+class ProcessGroupStrata : public BackendBase {
  public:
   // Collective over the group: rank 0 makes a unique id and passes it through
   // the store torch gives every backend. `timeout` (the group's, as given to
@@ -60,7 +73,7 @@ class ProcessGroupStrata : public c10d::ProcessGroup {
   ~ProcessGroupStrata() override;
 
   // torch.distributed's creator function for Backend.register_backend.
-  static c10::intrusive_ptr<c10d::ProcessGroup> create(const c10::intrusive_ptr<c10d::Store>& store,
+  static c10::intrusive_ptr<BackendBase> create(const c10::intrusive_ptr<c10d::Store>& store,
                                                        int rank, int size,
                                                        const std::chrono::duration<float>& timeout);
 

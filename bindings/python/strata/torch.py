@@ -10,6 +10,7 @@ this file only registers it.
 """
 import importlib
 import importlib.util
+import inspect
 
 import torch.distributed as _dist
 
@@ -19,4 +20,8 @@ _extension = importlib.import_module(
     __package__ + "._strata_torch" if importlib.util.find_spec(__package__ + "._strata_torch") else "_strata_torch")
 
 if not hasattr(_dist.Backend, "STRATA"):
-    _dist.Backend.register_backend("strata", _extension.create_process_group)
+    # torch 2 asks which device types a backend serves; 1.13 has no such argument.
+    if "devices" in inspect.signature(_dist.Backend.register_backend).parameters:
+        _dist.Backend.register_backend("strata", _extension.create_process_group, devices=["cpu"])
+    else:
+        _dist.Backend.register_backend("strata", _extension.create_process_group)
