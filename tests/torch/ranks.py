@@ -37,6 +37,15 @@ def launch(script, nranks):
     return 1 if failed else 0
 
 
+def finish(dist, rank, failures):
+    """A rank's end: its groups destroyed, its first failures printed, and
+    its exit status saying whether there were any."""
+    dist.destroy_process_group()
+    for f in failures[:20]:
+        print("rank %d: FAIL %s" % (rank, f), flush=True)
+    sys.exit(1 if failures else 0)
+
+
 def main(script, child):
     """Runs `child` in a rank process, else launches the ranks (skipping, with
     exit code 77, under a sanitizer: the uninstrumented python3 cannot load

@@ -11,9 +11,8 @@ its parameters against a single-process run on the whole batch.
     torch_backend_test.py NRANKS SANITIZE   (the parent: spawns NRANKS ranks)
 """
 import os
-import sys
 
-from ranks import main
+from ranks import finish, main
 
 
 def child():
@@ -220,10 +219,7 @@ def child():
     expect("all_reduce after errors", t, torch.full((3,), float(n)), True)
 
     failures += ddp_matches_single_process(torch, dist, rank, n)
-    dist.destroy_process_group()
-    for f in failures[:20]:
-        print("rank %d: FAIL %s" % (rank, f), flush=True)
-    sys.exit(1 if failures else 0)
+    finish(dist, rank, failures)
 
 
 def ddp_matches_single_process(torch, dist, rank, n):

@@ -9,10 +9,9 @@ result, or a single-process run.
     torch_semantics_test.py NRANKS SANITIZE   (the parent: spawns NRANKS ranks)
 """
 import datetime
-import sys
 import time
 
-from ranks import main
+from ranks import finish, main
 
 
 def child():
@@ -199,10 +198,7 @@ def child():
     dist.barrier(group=gloo)
 
     failures += ddp_hooks_match_single_process(torch, dist, rank, n)
-    dist.destroy_process_group()
-    for f in failures[:20]:
-        print("rank %d: FAIL %s" % (rank, f), flush=True)
-    sys.exit(1 if failures else 0)
+    finish(dist, rank, failures)
 
 
 def ddp_hooks_match_single_process(torch, dist, rank, n):
