@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
+#include <c10/core/InferenceMode.h>
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
@@ -196,6 +197,15 @@ std::vector<at::Tensor> StrataWork::result() { return outputs_; }
 
 c10::intrusive_ptr<c10::ivalue::Future> StrataWork::getFuture() { return future_; }
 
+void StrataWork::runAfterDone() {
+  if (!afterDone) return;
+  // Writes into the caller's tensors, as gloo's and NCCL's raw copies do:
+  // outside autograd (a parameter as the output) and valid for inference
+  // tensors, whatever mode the calling thread was in.
+  c10::InferenceMode raw;
+  afterDone();
+}
+
 void StrataWork::complete(const std::string& error) {
   keepAlive.clear();
   if (error.empty()) {
@@ -223,7 +233,8 @@ ProcessGroupStrata::ProcessGroupStrata(const c10::intrusive_ptr<c10d::Store>& st
     std::memcpy(id.internal, got.data(), got.size());
   }
   strata_config_t config = STRATA_CONFIG_INITIALIZER;
-  config.timeout_seconds = std::chrono::duration<double>(timeout).count();
+  // torch users say "never" with a timedelta of years; strata takes up to 1e9 s.
+  config.timeout_seconds = std::min(std::chrono::duration<double>(timeout).count(), 1e9);
   check(strata_comm_init_rank_config(&comm_, size, id, rank, &config), "strata_comm_init_rank_config");
   completer_ = std::thread([this] { completionLoop(); });
 }
@@ -246,9 +257,8 @@ ProcessGroupStrata::~ProcessGroupStrata() {
   strata_comm_destroy(comm_);
 }
 
-c10::intrusive_ptr<BackendBase> ProcessGroupStrata::create(const c10::intrusive_ptr<c10d::Store>& store,
-                                                                  int rank, int size,
-                                                                  const std::chrono::duration<float>& timeout) {
+c10::intrusive_ptr<BackendBase> ProcessGroupStrata::create(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                           int size, const std::chrono::duration<float>& timeout) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
   return c10::make_intrusive<ProcessGroupStrata>(store, rank, size, ms);
 }
@@ -283,7 +293,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::track(c10::intrusive_ptr<Stra
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::done(c10::intrusive_ptr<StrataWork> work) {
-  if (work->afterDone) work->afterDone();
+  work->runAfterDone();
   work->complete("");
   return work;
 }
@@ -322,7 +332,7 @@ void ProcessGroupStrata::completionLoop() {
       if (!finished) continue;
       // An exception must not leave this thread: it becomes the work's error.
       try {
-        if (error.empty() && work->afterDone) work->afterDone();
+        if (error.empty()) work->runAfterDone();
       } catch (const std::exception& e) {
         error = e.what();
       }

@@ -54,6 +54,7 @@ class StrataWork : public c10d::Work {
 
   std::vector<strata_request_t> requests;
   std::function<void()> afterDone;  // runs on success, before completion
+  void runAfterDone();               // afterDone, if any, outside autograd
   std::vector<at::Tensor> keepAlive;  // buffers strata reads or writes until done
 
  private:
@@ -73,9 +74,8 @@ class ProcessGroupStrata : public BackendBase {
   ~ProcessGroupStrata() override;
 
   // torch.distributed's creator function for Backend.register_backend.
-  static c10::intrusive_ptr<BackendBase> create(const c10::intrusive_ptr<c10d::Store>& store,
-                                                       int rank, int size,
-                                                       const std::chrono::duration<float>& timeout);
+  static c10::intrusive_ptr<BackendBase> create(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                const std::chrono::duration<float>& timeout);
 
   const std::string getBackendName() const override { return "strata"; }
 

@@ -88,9 +88,11 @@ typedef struct strata_request* strata_request_t;
 /* Version as STRATA_VERSION_CODE of the loaded library. */
 STRATA_API strata_result_t strata_get_version(int* version);
 
-/* The transports this host can use, in the order strata prefers them, as
- * space-separated names ("shm ib tcp"), written NUL-terminated into names
- * (len bytes; 64 are always enough). */
+/* The transports this build offers on this host, in the order strata
+ * prefers them, as space-separated names ("shm ib tcp"), written
+ * NUL-terminated into names (len bytes; 64 are always enough). A pair of
+ * ranks still uses one only where both ends can: ib needs an RDMA device on
+ * each, ucx is used only when STRATA_TRANSPORT=ucx asks for it. */
 STRATA_API strata_result_t strata_get_transports(char* names, size_t len);
 
 /* A static, human-readable name for a result code ("invalid argument", ...). */

@@ -153,6 +153,20 @@ def child():
                  lambda: dist.all_gather_coalesced([[torch.empty(5)] for _ in range(n)], [torch.ones(5), torch.ones(2)]),
                  "input_tensor_list")
 
+    # Results land in the caller's tensors outside autograd, as gloo's raw
+    # copies do: an inference tensor (int16: copied back from strata's int32
+    # buffer on the completion thread) and outputs that require grad.
+    with torch.inference_mode():
+        t = torch.full((5,), rank + 1, dtype=torch.int16)
+        dist.all_reduce(t)
+    expect("int16 all_reduce of an inference tensor", t, torch.full((5,), n * (n + 1) // 2))
+    outs = [[torch.zeros(3, requires_grad=True)] for _ in range(n)]
+    with torch.no_grad():
+        dist.all_gather_coalesced(outs, [torch.full((3,), float(rank))])
+    for r in range(n):
+        expect("all_gather_coalesced into a tensor requiring grad, from %d" % r, outs[r][0].detach(),
+               torch.full((3,), float(r)))
+
     # Futures: then() chains run once the allreduce is done, on its values.
     t = torch.arange(6, dtype=torch.float32) + rank
     fut = dist.all_reduce(t, async_op=True).get_future()

@@ -131,7 +131,8 @@ def version():
 
 
 def transports():
-    """The transports this host can use, in strata's order of preference."""
+    """The transports this build offers on this host, in strata's order of
+    preference (strata_get_transports says when a pair uses each)."""
     names = ctypes.create_string_buffer(256)
     check(lib.strata_get_transports(names, len(names)), "strata_get_transports")
     return names.value.decode().split()
