@@ -43,7 +43,7 @@ def parent(sanitize):
     os.environ["STRATA_TIMEOUT"] = "60"  # a stuck rank fails on its own before the deadline
     ranks = []  # [job size, rank, pid, output file, exit code or None]
     for nranks in JOBS:
-        uid = strata.get_unique_id()
+        uid, short_uid = strata.get_unique_id(), strata.get_unique_id()
         for rank in range(nranks):
             log = tempfile.TemporaryFile(mode="w+")
             sys.stdout.flush()
@@ -52,7 +52,7 @@ def parent(sanitize):
             if pid == 0:
                 os.dup2(log.fileno(), 1)
                 os.dup2(log.fileno(), 2)
-                code = run_rank(nranks, rank, uid)
+                code = run_rank(nranks, rank, uid, short_uid)
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
@@ -88,9 +88,9 @@ def parent(sanitize):
     return 1 if failed else 0
 
 
-def run_rank(nranks, rank, uid):
+def run_rank(nranks, rank, uid, short_uid):
     try:
-        rank_main(nranks, rank, uid)
+        rank_main(nranks, rank, uid, short_uid)
         return 0
     except BaseException:
         traceback.print_exc()
@@ -99,7 +99,7 @@ def run_rank(nranks, rank, uid):
 
 # ---------------------------------------------------------------- one rank
 
-def rank_main(nranks, rank, uid):
+def rank_main(nranks, rank, uid, short_uid):
     checks = Checks()
     with strata.Comm.init_rank(nranks, uid, rank) as comm:
         checks.ensure((comm.rank, comm.size) == (rank, nranks),
@@ -110,6 +110,7 @@ def rank_main(nranks, rank, uid):
                      "split_dup", "bad_arguments"):
             getattr(checks, name)(comm)
         comm.barrier()
+    checks.own_timeout(nranks, rank, short_uid)
     print(f"rank {rank} of {nranks}: {checks.count} checks passed in "
           f"{time.monotonic() - start:.1f} s")
 
@@ -511,6 +512,21 @@ class Checks:
                         f"allreduce after a peer's abort gave {e.name}")
             doomed.destroy()
 
+    def own_timeout(self, nranks, rank, uid):
+        """A communicator's own timeout (1 s, under STRATA_TIMEOUT=60): rank
+        0 calls alone while the others stay away 3 s; it gets TIMEOUT in
+        about 1 s."""
+        with strata.Comm.init_rank(nranks, uid, rank, timeout=1.0) as short:
+            if rank != 0:
+                time.sleep(3)
+                return
+            start = time.monotonic()
+            e = self.raises(strata.StrataError, ["strata_allreduce"],
+                            lambda: short.allreduce(np.ones(4, np.float32)), "a call past its timeout")
+            took = time.monotonic() - start
+            self.ensure(e.code == strata.Result.TIMEOUT and 0.9 < took < 3,
+                        f"own timeout: {e.name} after {took:.2f} s, expected TIMEOUT after about 1 s")
+
     def bad_arguments(self, comm):
         x = np.ones(8, np.float32)
         readonly = np.ones(8, np.float32)
@@ -550,6 +566,10 @@ class Checks:
                     "root beyond a C int")
         self.raises(ValueError, ["uid", "128"],
                     lambda: strata.Comm.init_rank(2, b"short", 0), "short uid")
+        self.raises(ValueError, ["timeout=-1"],
+                    lambda: strata.Comm.init_rank(2, bytes(strata.UNIQUE_ID_BYTES), 0, timeout=-1), "negative timeout")
+        self.raises(TypeError, ["timeout", "str"],
+                    lambda: strata.Comm.init_rank(2, bytes(strata.UNIQUE_ID_BYTES), 0, timeout="5"), "timeout as text")
         # strata's own check: its code and message come through.
         e = self.raises(strata.StrataError, ["strata_broadcast", f"root={comm.size}"],
                         lambda: comm.broadcast(x, comm.size), "root out of range")

@@ -24,7 +24,7 @@ import ctypes
 import threading
 
 from ._arguments import as_c_int, as_enum, buffer, datatype_or_none, pair, same_count
-from ._capi import (UniqueId, Datatype, Op, Result, StrataError, c_int, c_ptr, check,
+from ._capi import (Config, UniqueId, Datatype, Op, Result, StrataError, c_int, c_ptr, check,
                     lib, version)
 
 __all__ = [
@@ -160,10 +160,17 @@ class Comm:
         return cls._adopt(handle.value)
 
     @classmethod
-    def init_rank(cls, nranks, uid, rank):
+    def init_rank(cls, nranks, uid, rank, timeout=None):
         """Joins rank `rank` of an nranks communicator named by uid (the bytes
-        of get_unique_id). Blocks until every rank has joined."""
+        of get_unique_id). Blocks until every rank has joined. `timeout`
+        (seconds): how long its operations may go without progress before
+        they fail with Result.TIMEOUT (default: STRATA_TIMEOUT); its splits
+        and dups inherit it."""
         nranks, rank = as_c_int(nranks, "nranks"), as_c_int(rank, "rank")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
+            raise TypeError(f"timeout must be a number of seconds, got {type(timeout).__name__}")
+        if timeout is not None and not 0 < timeout <= 1e9:
+            raise ValueError(f"timeout={timeout} must be a number of seconds in (0, 1e9]")
         try:
             raw = bytes(uid)
         except TypeError:
@@ -172,8 +179,12 @@ class Comm:
         if len(raw) != UNIQUE_ID_BYTES:
             raise ValueError(f"uid has {len(raw)} bytes; strata.get_unique_id() gives "
                              f"{UNIQUE_ID_BYTES}")
-        return cls._create("strata_comm_init_rank", lib.strata_comm_init_rank, nranks,
-                           UniqueId.from_buffer_copy(raw), rank)
+        if timeout is None:
+            return cls._create("strata_comm_init_rank", lib.strata_comm_init_rank, nranks,
+                               UniqueId.from_buffer_copy(raw), rank)
+        config = Config(ctypes.sizeof(Config), float(timeout))
+        return cls._create("strata_comm_init_rank_config", lib.strata_comm_init_rank_config, nranks,
+                           UniqueId.from_buffer_copy(raw), rank, ctypes.byref(config))
 
     @classmethod
     def init_env(cls):

@@ -39,6 +39,11 @@ class UniqueId(ctypes.Structure):
     _fields_ = [("internal", ctypes.c_char * 128)]
 
 
+class Config(ctypes.Structure):
+    """strata_config_t."""
+    _fields_ = [("size", c_size_t), ("timeout_seconds", ctypes.c_double)]
+
+
 # Argument types of every function the package calls at import; all return
 # strata_result_t unless listed in _RESTYPES.
 _ARGTYPES = {
@@ -48,6 +53,7 @@ _ARGTYPES = {
     "strata_datatype_size": [c_int],
     "strata_get_unique_id": [_P(UniqueId)],
     "strata_comm_init_rank": [handle_p, c_int, UniqueId, c_int],
+    "strata_comm_init_rank_config": [handle_p, c_int, UniqueId, c_int, _P(Config)],
     "strata_comm_init_env": [handle_p],
     "strata_comm_init_world": [handle_p],
     "strata_comm_destroy": [c_ptr],
