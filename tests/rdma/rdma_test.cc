@@ -206,6 +206,10 @@ TEST(IbFaults, RankKilledMidAllreduce) {
   const RankOutcome o = allreduceThroughFault([] { raise(SIGKILL); });
   if (myRank() == 1) {
     EXPECT_EQ(o.exitText, "killed by signal 9");
+    // Rank 0 may take up to its timeout to see the death (a CI run saw 20.3 s,
+    // "flushing its last sends"): the next test's bootstrap, whose deadline
+    // is the same 20 s, must not start its wait before rank 0 can join it.
+    std::this_thread::sleep_for(std::chrono::seconds(static_cast<int>(kFaultTimeout)));
   } else {
     expectPassed(o);
   }
