@@ -129,8 +129,9 @@ typedef struct {
 #define STRATA_CONFIG_INITIALIZER {sizeof(strata_config_t), 0.0}
 
 /* strata_comm_init_rank with settings of its own (config NULL: none).
- * STRATA_ERR_INVALID_ARG names a field that is out of range. Communicators
- * made from it by strata_comm_split and strata_comm_dup inherit them. */
+ * STRATA_ERR_INVALID_ARGUMENT names a field that is out of range.
+ * Communicators made from it by strata_comm_split and strata_comm_dup
+ * inherit them. */
 STRATA_API strata_result_t strata_comm_init_rank_config(strata_comm_t* comm, int nranks,
                                                         strata_unique_id_t id, int rank,
                                                         const strata_config_t* config);
