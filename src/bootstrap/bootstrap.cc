@@ -29,6 +29,9 @@ struct Reply {
 
 // STRATA_TLS, as the handshake's flags carry it: both ends must agree.
 uint32_t tlsFlag() { return params::tls() ? security::kFlagTls : 0; }
+
+// How long the ranks may take to meet: STRATA_BOOTSTRAP_TIMEOUT, else STRATA_TIMEOUT.
+double joinSeconds() { return params::bootstrapTimeout() > 0 ? params::bootstrapTimeout() : params::timeout(); }
 const char* tlsText(uint32_t flags) { return flags & security::kFlagTls ? "STRATA_TLS=1" : "no TLS"; }
 
 // Rank 0's listening socket; a single rank needs none.
@@ -80,7 +83,7 @@ Status Bootstrap::create(const BootstrapConfig& config, const topo::HostInfo& se
 }
 
 Status Bootstrap::runRoot(int listenFd) {
-  const double deadline = nowSeconds() + params::timeout();
+  const double deadline = nowSeconds() + joinSeconds();
   fds_.assign(nranks_, -1);
   tls_.resize(nranks_);
   security::Gate gate(listenFd, secret_, kBootPurpose, 0, tlsFlag());
@@ -92,9 +95,9 @@ Status Bootstrap::runRoot(int listenFd) {
       for (int r = 1; r < nranks_; ++r)
         if (fds_[r] < 0) missing += (missing.empty() ? "" : ",") + std::to_string(r);
       return STRATA_ERROR(STRATA_ERR_TIMEOUT,
-                          "only %d of %d ranks joined rank 0 before STRATA_TIMEOUT (%.0f s); "
-                          "missing ranks: %s",
-                          joined + 1, nranks_, params::timeout(), missing.c_str());
+                          "only %d of %d ranks joined rank 0 within %.0f s (STRATA_BOOTSTRAP_TIMEOUT, else "
+                          "STRATA_TIMEOUT); missing ranks: %s",
+                          joined + 1, nranks_, joinSeconds(), missing.c_str());
     }
     // The joiner proved the secret: it is of this job, and may hear why it
     // is refused. Its host description follows its proof at once (after
@@ -153,7 +156,7 @@ Status Bootstrap::runRoot(int listenFd) {
 }
 
 Status Bootstrap::join(const BootstrapConfig& config) {
-  const double deadline = nowSeconds() + params::timeout();
+  const double deadline = nowSeconds() + joinSeconds();
   SockAddr root = rootAddress(config.id);
   std::string name = "rank 0 at " + toString(root) + " (MASTER_ADDR or the unique id's address)";
   int fd = -1;

@@ -164,9 +164,9 @@ Status connectTo(const SockAddr& addr, double deadline, const char* peer, int* f
     pause = std::min(pause * 2, 0.1);
   }
   return STRATA_ERROR(STRATA_ERR_TIMEOUT,
-                      "cannot reach %s at %s before the deadline (STRATA_TIMEOUT, %.0f s): %s; is it running, "
-                      "and is that address reachable from this host?",
-                      peer, toString(addr).c_str(), params::timeout(), errnoText(lastErr).c_str());
+                      "cannot reach %s at %s before the deadline (STRATA_TIMEOUT; STRATA_BOOTSTRAP_TIMEOUT for "
+                      "rank 0): %s; is it running, and is that address reachable from this host?",
+                      peer, toString(addr).c_str(), errnoText(lastErr).c_str());
 }
 
 namespace {

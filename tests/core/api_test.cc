@@ -224,5 +224,22 @@ TEST(Api, BadConfigurationIsReported) {
   expectAllPassed(outcomes);
 }
 
+// STRATA_BOOTSTRAP_TIMEOUT bounds the wait for the ranks to meet on its own:
+// rank 0 of 2, alone, gives up after 1 s although STRATA_TIMEOUT is 300.
+TEST(Api, BootstrapTimeoutBoundsTheJoin) {
+  auto outcomes = runRanks(1, 60, [](int, int, const strata_unique_id_t& id, Reporter& rep) {
+    setenv("STRATA_TIMEOUT", "300", 1);
+    setenv("STRATA_BOOTSTRAP_TIMEOUT", "1", 1);
+    strata_comm_t comm = nullptr;
+    const double start = now();
+    const strata_result_t rc = strata_comm_init_rank(&comm, 2, id, 0);
+    const double took = now() - start;
+    if (rc != STRATA_ERR_TIMEOUT || !mentions(strata_last_error(), "within 1 s"))
+      rep.fail("rank 0 alone: %s: %s", strata_result_string(rc), strata_last_error());
+    if (took < 0.9 || took > 10) rep.fail("rank 0 alone gave up after %.1f s, expected about 1 s", took);
+  });
+  expectAllPassed(outcomes);
+}
+
 }  // namespace
 }  // namespace strata::test
