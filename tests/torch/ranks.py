@@ -37,6 +37,17 @@ def launch(script, nranks):
     return 1 if failed else 0
 
 
+def expect_error(failures, what, call, needle):
+    """call() must raise torch's error (RuntimeError or ValueError) naming
+    `needle`; otherwise a failure is recorded."""
+    try:
+        call()
+        failures.append("%s: no error" % what)
+    except (RuntimeError, ValueError) as e:
+        if needle not in str(e):
+            failures.append("%s: error %r does not mention %r" % (what, str(e), needle))
+
+
 def finish(dist, rank, failures):
     """A rank's end: its groups destroyed, its first failures printed, and
     its exit status saying whether there were any."""

@@ -12,7 +12,7 @@ its parameters against a single-process run on the whole batch.
 """
 import os
 
-from ranks import finish, main
+from ranks import expect_error, finish, main
 
 
 def child():
@@ -208,12 +208,7 @@ def child():
                                                                op=dist._make_nccl_premul_sum(2.0)), "floating-point"),
             ("a bad tensor in a coalesced call",
              lambda: dist.all_reduce_coalesced([torch.ones(2), torch.zeros(2, 2).t()]), "contiguous")]:
-        try:
-            call()
-            failures.append("%s: no error" % what)
-        except (RuntimeError, ValueError) as e:
-            if needle not in str(e):
-                failures.append("%s: error %r does not mention %r" % (what, str(e), needle))
+        expect_error(failures, what, call, needle)
     t = torch.ones(3)
     dist.all_reduce(t)
     expect("all_reduce after errors", t, torch.full((3,), float(n)), True)

@@ -11,6 +11,7 @@ result, or a single-process run.
 import datetime
 import time
 
+import ranks
 from ranks import finish, main
 
 
@@ -32,12 +33,7 @@ def child():
             failures.append("%s: got %s, expected %s" % (what, got.flatten()[:6].tolist(), want.flatten()[:6].tolist()))
 
     def expect_error(what, call, needle):
-        try:
-            call()
-            failures.append("%s: no error" % what)
-        except (RuntimeError, ValueError) as e:
-            if needle not in str(e):
-                failures.append("%s: error %r does not mention %r" % (what, str(e), needle))
+        ranks.expect_error(failures, what, call, needle)
 
     def ints(r, count, dtype):
         i = torch.arange(count, dtype=torch.int64)
