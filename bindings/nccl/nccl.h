@@ -71,6 +71,9 @@ typedef enum {
 #define NCCL_CONFIG_UNDEF_INT INT_MIN
 #define NCCL_CONFIG_UNDEF_PTR NULL
 #define NCCL_SPLIT_NOCOLOR -1
+#define NCCL_SHRINK_DEFAULT 0x00 /* shrink a communicator with no operation pending */
+#define NCCL_SHRINK_ABORT 0x01   /* revoke the parent's operations first */
+#define NCCL_REVOKE_DEFAULT 0x00
 
 /* NCCL 2.23's layout, which ends at splitShare (later NCCL versions append
  * fields). A config from a newer header, larger and with a newer version, is
@@ -149,6 +152,15 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                            ncclConfig_t* config);
+/* Surviving a lost rank (strata_comm_shrink, strata_comm_revoke, strata_comm_grow
+ * in strata.h). config is accepted and ignored: the new communicator inherits
+ * comm's settings. After a revoke, operations on comm return ncclInvalidUsage. */
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                            ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                          ncclComm_t* newcomm, ncclConfig_t* config);
 const char* ncclGetErrorString(ncclResult_t result);
 const char* ncclGetLastError(ncclComm_t comm);
 /* Safe to call from another thread while the communicator is in use (a
@@ -227,6 +239,12 @@ ncclResult_t pncclCommDestroy(ncclComm_t comm);
 ncclResult_t pncclCommAbort(ncclComm_t comm);
 ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                             ncclConfig_t* config);
+ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                             ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags);
+ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                           ncclComm_t* newcomm, ncclConfig_t* config);
 const char* pncclGetErrorString(ncclResult_t result);
 const char* pncclGetLastError(ncclComm_t comm);
 ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);

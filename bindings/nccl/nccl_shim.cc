@@ -71,6 +71,7 @@ ncclResult_t fromStrata(strata_result_t rc) {
     case STRATA_ERR_TIMEOUT: return ncclRemoteError;  // a peer died, or never came
     case STRATA_IN_PROGRESS: return ncclInProgress;
     case STRATA_ERR_CUDA: return ncclUnhandledCudaError;
+    case STRATA_ERR_REVOKED: return ncclInvalidUsage;  // using a communicator that was revoked
   }
   return ncclInternalError;
 }
@@ -411,6 +412,53 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   return ncclSuccess;
 } NCCL_CATCH_ESCAPES
 
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                            ncclConfig_t* config, int shrinkFlags) try {
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  if (!newcomm) return fail(ncclInvalidArgument, comm, "newcomm (the output pointer) is NULL");
+  if (config && config->magic != 0xcafebeef)
+    return fail(ncclInvalidArgument, comm, "config was not initialised with NCCL_CONFIG_INITIALIZER");
+  const int flags = shrinkFlags == NCCL_SHRINK_ABORT ? STRATA_SHRINK_ABORT
+                    : shrinkFlags == NCCL_SHRINK_DEFAULT ? STRATA_SHRINK_DEFAULT
+                                                         : -1;
+  if (flags < 0) return fail(ncclInvalidArgument, comm, "shrinkFlags=%d is not an NCCL_SHRINK_ flag", shrinkFlags);
+  strata_comm_t s = nullptr;
+  strata_result_t rc = strata_comm_shrink(comm->comm, excludeRanksList, excludeRanksCount, flags, &s);
+  if (rc != STRATA_SUCCESS) return done(rc, comm);
+  *newcomm = s ? wrap(s) : nullptr;
+  return ncclSuccess;
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) try {
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  if (revokeFlags != NCCL_REVOKE_DEFAULT)
+    return fail(ncclInvalidArgument, comm, "revokeFlags=%d is not NCCL_REVOKE_DEFAULT", revokeFlags);
+  return done(strata_comm_revoke(comm->comm), comm);
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) try {
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  if (!uniqueId) return fail(ncclInvalidArgument, comm, "uniqueId (the output pointer) is NULL");
+  strata_unique_id_t id;
+  strata_result_t rc = strata_comm_grow_id(comm->comm, &id);
+  if (rc == STRATA_SUCCESS) std::memcpy(uniqueId, &id, sizeof(id));
+  return done(rc, comm);
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank, ncclComm_t* newcomm,
+                          ncclConfig_t* config) try {
+  if (!newcomm) return fail(ncclInvalidArgument, comm, "newcomm (the output pointer) is NULL");
+  if (config && config->magic != 0xcafebeef)
+    return fail(ncclInvalidArgument, comm, "config was not initialised with NCCL_CONFIG_INITIALIZER");
+  strata_unique_id_t id;
+  if (uniqueId) std::memcpy(&id, uniqueId, sizeof(id));
+  strata_comm_t s = nullptr;
+  strata_result_t rc = strata_comm_grow(comm ? comm->comm : nullptr, nRanks, uniqueId ? &id : nullptr, rank, &s);
+  if (rc != STRATA_SUCCESS) return done(rc, comm);
+  *newcomm = wrap(s);
+  return ncclSuccess;
+} NCCL_CATCH_ESCAPES
+
 const char* ncclGetErrorString(ncclResult_t result) {
   switch (result) {
     case ncclSuccess: return "no error";
@@ -631,6 +679,10 @@ NCCL_PROFILING_NAME(ncclCommFinalize)
 NCCL_PROFILING_NAME(ncclCommDestroy)
 NCCL_PROFILING_NAME(ncclCommAbort)
 NCCL_PROFILING_NAME(ncclCommSplit)
+NCCL_PROFILING_NAME(ncclCommShrink)
+NCCL_PROFILING_NAME(ncclCommRevoke)
+NCCL_PROFILING_NAME(ncclCommGetUniqueId)
+NCCL_PROFILING_NAME(ncclCommGrow)
 NCCL_PROFILING_NAME(ncclGetErrorString)
 NCCL_PROFILING_NAME(ncclGetLastError)
 NCCL_PROFILING_NAME(ncclCommGetAsyncError)

@@ -44,8 +44,9 @@ typedef enum {
   STRATA_ERR_REMOTE = 5,           /* another rank failed, died or aborted */
   STRATA_ERR_TIMEOUT = 6,          /* no progress within STRATA_TIMEOUT seconds */
   STRATA_IN_PROGRESS = 7,          /* non-blocking work not finished yet */
-  STRATA_ERR_CUDA = 8              /* a CUDA call failed, or a stream or device buffer was
+  STRATA_ERR_CUDA = 8,             /* a CUDA call failed, or a stream or device buffer was
                                       passed where no GPU is usable (the CUDA error in the message) */
+  STRATA_ERR_REVOKED = 9           /* a rank revoked the communicator (strata_comm_revoke) */
 } strata_result_t;
 
 typedef enum {
@@ -186,6 +187,60 @@ STRATA_API strata_result_t strata_comm_dup(strata_comm_t comm, strata_comm_t* ne
  * failure that stopped it (a failed init, a peer died, a timeout, an abort;
  * strata_comm_last_error has the message). */
 STRATA_API strata_result_t strata_comm_get_async_error(strata_comm_t comm, strata_result_t* error);
+
+/* Surviving a lost rank (like MPI's ULFM and NCCL's revoke and shrink).
+ *
+ * strata_comm_revoke: every pending and later operation on comm fails with
+ * STRATA_ERR_REVOKED, on this rank at once and on every other live rank as
+ * soon as the word reaches it (milliseconds: each rank's control plane, a
+ * socket of its own, carries it), whatever those ranks are doing. Not
+ * collective: any one rank may call it, once a peer died or before a
+ * shrink, so that ranks blocked in a collective with the dead rank return
+ * now instead of at STRATA_TIMEOUT. The communicator stays valid for
+ * strata_comm_shrink and strata_comm_destroy. */
+STRATA_API strata_result_t strata_comm_revoke(strata_comm_t comm);
+
+/* Collective over comm's live ranks, after a failure or not: a new
+ * communicator of the ranks that are alive and call it, without those in
+ * exclude[0..nexclude) (left out even if alive), ranked in their order in
+ * comm. Needs no new unique id and nothing of the dead ranks (rank 0
+ * included). The live ranks agree on who is alive; a rank that dies while
+ * they do is left out, and a live rank that does not call it within comm's
+ * timeout (STRATA_TIMEOUT) is left out too. Every caller must pass the same
+ * exclude list (STRATA_ERR_INVALID_USAGE otherwise); a rank in it that calls
+ * gets *newcomm = NULL. Flags: STRATA_SHRINK_DEFAULT, or STRATA_SHRINK_ABORT
+ * to revoke comm first (its pending operations fail with
+ * STRATA_ERR_REVOKED). The new communicator inherits comm's settings; comm
+ * stays to be destroyed (or shrunk again, should a survivor die while the
+ * new communicator starts). */
+#define STRATA_SHRINK_DEFAULT 0
+#define STRATA_SHRINK_ABORT 1
+STRATA_API strata_result_t strata_comm_shrink(strata_comm_t comm, const int* exclude, int nexclude, int flags,
+                                              strata_comm_t* newcomm);
+
+/* Growing a communicator with new processes (a replaced node, after a
+ * shrink). Rank 0 of comm makes an id with strata_comm_grow_id and hands it
+ * to the joining processes as it would a unique id. Then, collectively:
+ * comm's members call strata_comm_grow(comm, nranks, id, -1, &newcomm), with
+ * id on rank 0 and NULL elsewhere, and keep their ranks; each joining
+ * process calls strata_comm_grow(NULL, nranks, &id, rank, &newcomm) with a
+ * distinct rank in [size of comm, nranks). */
+STRATA_API strata_result_t strata_comm_grow_id(strata_comm_t comm, strata_unique_id_t* id);
+STRATA_API strata_result_t strata_comm_grow(strata_comm_t comm, int nranks, const strata_unique_id_t* id, int rank,
+                                            strata_comm_t* newcomm);
+
+/* A stall report: where every rank of comm stands, from each rank's log of
+ * its recent collectives (kept always), asked for over the control plane
+ * from this rank alone (not collective; a rank stuck in its own code, or in
+ * a call, still answers; a dead one is reported gone). Its first line says
+ * which ranks wait in which collective and for whom ("ranks 0-6 wait in
+ * allreduce(...) #1042 for rank 7; rank 7 completed #1041 2.0 s ago and has
+ * issued nothing since"), then one line per rank lists its recent
+ * operations. Written NUL-terminated into report (len bytes, truncated), or,
+ * with report NULL, to strata's log. A timeout's error message carries the
+ * first line; with STRATA_DUMP_ON_SIGNAL=1 a SIGUSR1 logs the whole report
+ * for every communicator of the process. */
+STRATA_API strata_result_t strata_comm_dump(strata_comm_t comm, char* report, size_t len);
 
 STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank);
 STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size);

@@ -27,15 +27,17 @@ namespace {
 
 thread_local std::string tLastError;
 
-// A fresh id whose listening socket this process keeps for its rank 0.
-Status newUniqueId(strata_unique_id_t* id) {
+}  // namespace
+
+Status newUniqueId(strata_unique_id_t* id, const security::Secret* secret) {
   SockAddr addr;
   STRATA_CHECK(net::defaultAdvertisedAddress(&addr));
   int fd = -1;
   STRATA_CHECK(net::listenOn(&addr, &fd));
   boot::IdContents contents;
   std::memset(&contents, 0, sizeof(contents));
-  Status random = security::randomBytes(contents.secret.bytes, sizeof(contents.secret.bytes));
+  Status random = secret ? Status::ok() : security::randomBytes(contents.secret.bytes, sizeof(contents.secret.bytes));
+  if (secret) contents.secret = *secret;
   if (!random.isOk()) {
     close(fd);
     return random;
@@ -47,6 +49,8 @@ Status newUniqueId(strata_unique_id_t* id) {
   STRATA_INFO(BOOT, "unique id for rank 0 at %s", toString(addr).c_str());
   return Status::ok();
 }
+
+namespace {
 
 Status initComm(strata_comm_t* out, const boot::BootstrapConfig& config, const CommOverrides& overrides = {}) {
   std::unique_ptr<Comm> impl;

@@ -55,6 +55,11 @@ strata_result_t finish(const Status& status, strata_comm* comm = nullptr);
 // exception may unwind into a C caller. Call only from a catch block.
 strata_result_t escaped();
 
+// A fresh unique id whose listening socket this process keeps for its rank
+// 0; with `secret`, carrying that secret (a communicator made from another
+// one, whose ranks derive it) instead of a random one.
+Status newUniqueId(strata_unique_id_t* id, const security::Secret* secret = nullptr);
+
 // Re-reads configuration and logging settings: every init entry point calls it.
 void reloadSettings();
 

@@ -9,10 +9,19 @@
 #include "describe.h"
 #include "log.h"
 #include "op_desc.h"
+#include "dump_signal.h"
+#include "stall_report.h"
 #include "transport_factories.h"
 #include "wait_loop.h"
 
 namespace strata {
+namespace {
+
+// How long a stall report may spend asking the ranks: a dead host or link
+// answers nothing, and the report holds its timeout's error up meanwhile.
+constexpr double kStallReportSeconds = 0.5;
+
+}  // namespace
 
 Status Comm::create(const boot::BootstrapConfig& config, const CommOverrides& overrides,
                     std::unique_ptr<Comm>* out) {
@@ -23,6 +32,9 @@ Status Comm::create(const boot::BootstrapConfig& config, const CommOverrides& ov
 }
 
 Comm::~Comm() {
+  fault::stopDumpOnSignal(this);
+  // First: its thread may fail() the communicator on a peer's revoke.
+  control_.reset();
   if (stager_) drainStreams();
   // Threads first: they may be driving channels that point at connectors.
   threads_.reset();
@@ -74,6 +86,18 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
     hasSockets_ |= !channels_[ch].links.pollers.empty();
   }
   STRATA_CHECK(ProgressThreads::start(channels_, *this, config_.nthreads, spins_, rank_, &threads_));
+  // Last: a peer's revoke may come as soon as it exists, and fail() then
+  // needs the channels and threads.
+  STRATA_CHECK(fault::ControlPlane::create(*bootstrap_, bootstrap_->secret(), bootstrap_->commTag(),
+                                           [this](int from) {
+                                             fail(makeErrorQuiet(STRATA_ERR_REVOKED,
+                                                                 "rank %d revoked the communicator", from));
+                                           },
+                                           opLog_, &control_));
+  fault::dumpOnSignal(this, [this] {
+    STRATA_WARN(COLL, "stall report, rank %d of %d:\n%s", rank_, nranks_,
+                stallReport(true, nowSeconds() + kStallReportSeconds).c_str());
+  });
   STRATA_INFO(INIT, "rank %d of %d: %d ranks on this machine's %d cores (%d in its own mask), %d channels, "
               "%lld threads, spin %lld, %lld slots x %lld bytes, reduce isa %s",
               rank_, nranks_, localRanks, local.cores, self.cpusAllowed, nchannels,
@@ -290,6 +314,7 @@ Status Comm::submit(const CollCall& call, bool callerWaits, Request* request) {
   const PlannedCall* planned;
   OpContext ctx;
   STRATA_CHECK(prepare(call, &planned, &ctx));
+  request->seq = ctx.tag.seq;
   enqueue(ctx, planned->plans, planned->choice.nchannels, callerWaits, request);
   return Status::ok();
 }
@@ -298,8 +323,10 @@ Status Comm::run(const CollCall& call, Request* request) {
   const PlannedCall* planned;
   OpContext ctx;
   STRATA_CHECK(prepare(call, &planned, &ctx));
+  request->seq = ctx.tag.seq;
   Status outcome;
   if (planned->choice.nchannels == 1 && channels_[0].runNow((*planned->plans)[0], ctx, *this, spins_, &outcome)) {
+    if (outcome.isOk()) opLog_.done(ctx.tag.seq);
     request->finishedAlone(outcome);
     return Status::ok();
   }
@@ -502,13 +529,16 @@ Status Comm::wait(Request& request) {
   // An operation run at once is done already: no loop to set up.
   if (!request.done())
     driveUntil(spins_, hasSockets_, [&] { return request.done(); }, [&](auto&& fn) { forEachChannel(fn); });
+  if (request.status().isOk()) opLog_.done(request.seq);
   return request.status();
 }
 
 bool Comm::test(Request& request) {
   for (Channel& ch : channels_)
     if (ch.hasWork()) ch.drive(*this);
-  return request.done();
+  if (!request.done()) return false;
+  if (request.status().isOk()) opLog_.done(request.seq);
+  return true;
 }
 
 Status Comm::failure() const {
@@ -517,13 +547,27 @@ Status Comm::failure() const {
 }
 
 void Comm::fail(const Status& why) {
+  if (failed()) return;
+  // A timeout is where users lose hours: say at once where every rank
+  // stands. Asked before the failure is set, while peers still answer.
+  std::string report;
+  if (why.code() == STRATA_ERR_TIMEOUT && control_) {
+    report = stallReport(true, nowSeconds() + kStallReportSeconds);
+    STRATA_WARN(COLL, "stall report, rank %d of %d:\n%s", rank_, nranks_, report.c_str());
+    report = " Stall report: " + report.substr(0, report.find('\n'));
+  }
   {
     std::lock_guard<std::mutex> lock(errorMutex_);
     if (failed_.load(std::memory_order_relaxed)) return;
-    failure_ = why;
-    lastError_ = why.message();
+    failure_ = report.empty() ? why : makeErrorQuiet(why.code(), "%s%s", why.message().c_str(), report.c_str());
+    lastError_ = failure_.message();
     failed_.store(true, std::memory_order_release);
   }
+  // Progress threads asleep on sockets see the failure and fail what they hold.
+  if (threads_) threads_->wake();
+  // A revoke reaches every rank over the control plane: aborting the links
+  // too would race it, and fail some peers as "aborted" instead of revoked.
+  if (why.code() == STRATA_ERR_REVOKED) return;
   // Tell every peer at once, so ranks that wait on others than us fail too.
   for (Channel& ch : channels_) ch.abortLinks();
   std::lock_guard<std::mutex> lock(deviceMutex_);
@@ -533,6 +577,18 @@ void Comm::fail(const Status& why) {
   for (const auto& channel : deviceConnections_.recv)
     for (const auto& c : channel)
       if (c) c->abort();
+}
+
+std::string Comm::stallReport(bool full, double deadline) const {
+  const auto all = control_->gatherSnapshots(deadline);
+  return full ? fault::describeStall(all) : fault::summarizeStall(all);
+}
+
+void Comm::revoke() {
+  const std::vector<int> missed = control_->sendRevoke(nowSeconds() + std::min(2.0, config_.timeoutSeconds));
+  if (!missed.empty())
+    STRATA_INFO(INIT, "revoke: %zu rank(s) not reached (gone already)", missed.size());
+  fail(makeErrorQuiet(STRATA_ERR_REVOKED, "this rank (%d) revoked the communicator", rank_));
 }
 
 void Comm::setLastError(const std::string& message) {

@@ -16,6 +16,8 @@
 #include "bootstrap.h"
 #include "channel.h"
 #include "comm_config.h"
+#include "control_plane.h"
+#include "op_log.h"
 #include "log.h"
 #include "p2p_group.h"
 #include "plan_cache.h"
@@ -92,6 +94,17 @@ class Comm final : public FailureSink {
   void fail(const Status& why) override;
   double timeoutSeconds() const override { return config_.timeoutSeconds; }
 
+  // strata_comm_revoke: tells every other rank over the control plane, then
+  // fails this rank's operations with STRATA_ERR_REVOKED, as each peer does
+  // when the word reaches it.
+  void revoke();
+  // The control plane, for strata_comm_shrink's agreement.
+  fault::ControlPlane& control() { return *control_; }
+  // Where every rank stands (fault/stall_report.h), from each rank's
+  // operation log, asked for over the control plane before `deadline`: the
+  // summary alone, or with every rank's recent operations.
+  std::string stallReport(bool full, double deadline) const;
+
   void setLastError(const std::string& message);
   std::string lastError() const;
 
@@ -143,6 +156,7 @@ class Comm final : public FailureSink {
     ctx->input = static_cast<const char*>(call.sendbuf);
     ctx->output = static_cast<char*>(call.recvbuf);
     ctx->tag.seq = ++seq_;
+    opLog_.issued(seq_, ctx->tag.desc);
     if (call.coll == Coll::Barrier) {
       static const uint8_t kZero = 0;
       ctx->input = reinterpret_cast<const char*>(&kZero);
@@ -188,6 +202,8 @@ class Comm final : public FailureSink {
   ExchangeSpec p2pSpec_;  // scratch for groups
 
   std::unique_ptr<boot::Bootstrap> bootstrap_;
+  fault::OpLog opLog_;  // before control_, which reads it
+  std::unique_ptr<fault::ControlPlane> control_;
   std::vector<std::unique_ptr<Transport>> transports_;
   std::vector<int> peerTransport_;  // index into transports_, per rank
   Connections connections_;

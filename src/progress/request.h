@@ -22,6 +22,10 @@ class Request {
   // Valid once done().
   const Status& status() const { return status_; }
 
+  // The collective's sequence number on its communicator (0 for a group of
+  // sends and receives), for the operation log.
+  uint64_t seq = 0;
+
   // The buffers and tags of a group's messages (OpContext::messages points
   // here): they live as long as the request.
   std::vector<Message> messages;

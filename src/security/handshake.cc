@@ -70,11 +70,11 @@ bool setBlocking(int fd, bool blocking) {
 }  // namespace
 
 Status connectAndProve(const SockAddr& addr, const Secret& secret, const Claim& claim, double deadline,
-                       const char* peer, int* fd, uint32_t* peerFlags) {
+                       const char* peer, int* fd, uint32_t* peerFlags, bool retry) {
   double pause = 0.005;
   for (;;) {
     int s = -1;
-    STRATA_CHECK(net::connectTo(addr, deadline, peer, &s));
+    STRATA_CHECK(net::connectTo(addr, deadline, peer, &s, retry));
     Status error;
     const Attempt attempt = proveOnce(s, secret, claim, deadline, peer, peerFlags, &error);
     if (attempt == Attempt::Proven) {
@@ -83,6 +83,7 @@ Status connectAndProve(const SockAddr& addr, const Secret& secret, const Claim& 
     }
     close(s);
     if (attempt == Attempt::Failed) return error;
+    if (!retry) return STRATA_ERROR(STRATA_ERR_REMOTE, "%s closed the connection during the handshake", peer);
     if (nowSeconds() + pause >= deadline)
       return STRATA_ERROR(STRATA_ERR_TIMEOUT,
                           "%s kept closing the connection before the handshake completed, until "
@@ -222,7 +223,7 @@ bool Gate::advance(Unproven& u, Admitted* out) {
   return true;
 }
 
-Status Gate::next(double deadline, Admitted* out) {
+Status Gate::next(double deadline, Admitted* out, int wakeFd) {
   for (;;) {
     const double now = nowSeconds();
     for (Unproven& u : unproven_)
@@ -233,8 +234,13 @@ Status Gate::next(double deadline, Admitted* out) {
 
     std::vector<pollfd> fds{{listenFd_, POLLIN, 0}};
     for (const Unproven& u : unproven_) fds.push_back({u.fd, POLLIN, 0});
-    double wait = std::min(deadline - now, 0.1);
+    if (wakeFd >= 0) fds.push_back({wakeFd, POLLIN, 0});
+    // Unproven connections are timed out above, so with some waiting the
+    // poll comes back in time to do it; with none it may sleep to the deadline.
+    double wait = unproven_.empty() ? std::min(deadline - now, 3600.0) : std::min(deadline - now, 0.1);
     if (poll(fds.data(), fds.size(), static_cast<int>(wait * 1000) + 1) <= 0) continue;
+    if (wakeFd >= 0 && fds.back().revents) return makeErrorQuiet(STRATA_IN_PROGRESS, "woken");
+    if (wakeFd >= 0) fds.pop_back();
     // Unproven connections first: acceptAll may drop some and add more.
     bool admitted = false;
     for (size_t i = 1; i < fds.size() && !admitted; ++i)

@@ -25,9 +25,11 @@ namespace strata::security {
 // before answering, as a Gate under a flood of strangers does. On success
 // `*fd` is a blocking socket whose peer proved the secret, and `*peerFlags`
 // its flags. An answer whose MAC does not check out fails at once: the peer
-// holds another secret. `peer` names the acceptor in messages.
+// holds another secret. `peer` names the acceptor in messages. Without
+// `retry`, one attempt (net::connectTo's): for acceptors known to be up, whose
+// refusal means that their process is gone.
 Status connectAndProve(const SockAddr& addr, const Secret& secret, const Claim& claim, double deadline,
-                       const char* peer, int* fd, uint32_t* peerFlags);
+                       const char* peer, int* fd, uint32_t* peerFlags, bool retry = true);
 
 // A connection whose peer proved the secret. The claim is authenticated (it is
 // the one the peer made, unaltered) but it is still only what a holder of the
@@ -53,7 +55,9 @@ class Gate {
   Gate& operator=(const Gate&) = delete;
 
   // The next admitted connection; TIMEOUT when the deadline passes first.
-  Status next(double deadline, Admitted* out);
+  // With a `wakeFd`, also returns (STRATA_IN_PROGRESS) once that descriptor
+  // is readable: how a thread serving the gate for good is told to stop.
+  Status next(double deadline, Admitted* out, int wakeFd = -1);
 
  private:
   struct Unproven;

@@ -140,7 +140,7 @@ int connectBefore(int s, const SockAddr& addr, double deadline) {
 
 }  // namespace
 
-Status connectTo(const SockAddr& addr, double deadline, const char* peer, int* fd) {
+Status connectTo(const SockAddr& addr, double deadline, const char* peer, int* fd, bool retry) {
   int lastErr = ETIMEDOUT;
   double pause = 0.001;
   while (nowSeconds() < deadline) {
@@ -157,6 +157,9 @@ Status connectTo(const SockAddr& addr, double deadline, const char* peer, int* f
       return Status::ok();
     }
     close(s);
+    if (!retry && lastErr != ETIMEDOUT)
+      return makeErrorQuiet(STRATA_ERR_REMOTE, "%s at %s is gone: %s", peer, toString(addr).c_str(),
+                            errnoText(lastErr).c_str());
     // Refused or unreachable: the peer may simply not be listening yet.
     const double left = deadline - nowSeconds();
     if (left <= 0) break;
@@ -178,15 +181,15 @@ Status transferAll(int fd, char* p, size_t bytes, double deadline, const char* p
                    const char* verb, Io io) {
   while (bytes > 0) {
     if (!waitFor(fd, events, deadline))
-      return STRATA_ERROR(STRATA_ERR_TIMEOUT, "bootstrap %s %s timed out", verb, peer);
+      return STRATA_ERROR(STRATA_ERR_TIMEOUT, "%s %s timed out", verb, peer);
     ssize_t n = io(fd, p, bytes);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n == 0 && events == POLLIN)
-      return STRATA_ERROR(STRATA_ERR_REMOTE, "%s closed its bootstrap connection (did it exit or fail?)",
+      return STRATA_ERROR(STRATA_ERR_REMOTE, "%s closed the connection (did it exit or fail?)",
                           peer);
     if (n <= 0) {
       int err = errno;
-      return STRATA_ERROR(STRATA_ERR_REMOTE, "bootstrap connection to %s failed: %s", peer,
+      return STRATA_ERROR(STRATA_ERR_REMOTE, "connection to %s failed: %s", peer,
                           errnoText(err).c_str());
     }
     p += n;

@@ -23,8 +23,10 @@ Status defaultAdvertisedAddress(SockAddr* out);
 // inUseHint replaces the MASTER_PORT advice when the address is taken.
 Status listenOn(SockAddr* addr, int* fd, const char* inUseHint = nullptr);
 // Connects, retrying while the listener is not up yet, until the deadline.
-// `peer` names who listens there, for the error message.
-Status connectTo(const SockAddr& addr, double deadline, const char* peer, int* fd);
+// `peer` names who listens there, for the error message. Without `retry`,
+// one attempt: a refusal fails at once (STRATA_ERR_REMOTE), for callers that
+// know the listener was up and ask whether its process still is.
+Status connectTo(const SockAddr& addr, double deadline, const char* peer, int* fd, bool retry = true);
 
 Status sendAll(int fd, const void* data, size_t bytes, double deadline, const char* peer);
 Status recvAll(int fd, void* data, size_t bytes, double deadline, const char* peer);

@@ -59,6 +59,7 @@ extern "C" const char* strata_result_string(strata_result_t result) {
     case STRATA_ERR_TIMEOUT: return "timeout";
     case STRATA_IN_PROGRESS: return "in progress";
     case STRATA_ERR_CUDA: return "CUDA error";
+    case STRATA_ERR_REVOKED: return "revoked";
   }
   return "unknown result code";
 }

@@ -1,5 +1,6 @@
 // Small tools the multi-process suites share: a clock, memory the test
-// process shares with the ranks it forks, a free port, and message matching.
+// process shares with the ranks it forks, a free port, reading a file, and
+// message matching.
 #pragma once
 
 #include <arpa/inet.h>
@@ -10,7 +11,10 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <new>
+#include <string>
 
 namespace strata::test {
 
@@ -37,6 +41,12 @@ inline int freePort() {
   getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
   close(s);
   return ntohs(a.sin_port);
+}
+
+// A whole file's text ("" if it cannot be read).
+inline std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 // strata never returns a null message.

@@ -107,7 +107,7 @@ def rank_main(nranks, rank, uid, short_uid):
         start = time.monotonic()
         for name in ("allreduce", "reduce", "reduce_scatter", "broadcast", "allgather",
                      "alltoall", "large", "send_recv", "buffer_types", "requests", "groups",
-                     "split_dup", "bad_arguments"):
+                     "split_dup", "revoke_shrink_grow", "bad_arguments"):
             getattr(checks, name)(comm)
         comm.barrier()
     checks.own_timeout(nranks, rank, short_uid)
@@ -511,6 +511,45 @@ class Checks:
             self.ensure(e.code in (strata.Result.REMOTE, strata.Result.INVALID_USAGE),
                         f"allreduce after a peer's abort gave {e.name}")
             doomed.destroy()
+
+    def revoke_shrink_grow(self, comm):
+        """The last rank revokes a dup: every rank's call on it fails with
+        REVOKED. Shrinking it without rank 0 renumbers the others (rank 0
+        gets None); rank 0 then joins the shrunk communicator again, at its
+        end, through grow_id (handed over on comm)."""
+        rank, size = comm.rank, comm.size
+        doomed = comm.dup()
+        if rank == size - 1:
+            doomed.revoke()
+        e = self.raises(strata.StrataError, ["strata_allreduce", "revoked"],
+                        lambda: doomed.allreduce(np.ones(5)), "allreduce on a revoked communicator")
+        self.ensure(e.code == strata.Result.REVOKED, f"allreduce after a revoke gave {e.name}")
+        smaller = doomed.shrink(exclude=[0])
+        self.ensure((smaller is None) == (rank == 0), f"rank {rank}: shrink gave {smaller}")
+        uid = np.zeros(strata.UNIQUE_ID_BYTES, np.uint8)
+        if smaller is not None:
+            self.ensure((smaller.rank, smaller.size) == (rank - 1, size - 1),
+                        f"shrunk: rank {smaller.rank} of {smaller.size}")
+            got = self.values(rank, 64, np.float64)
+            smaller.allreduce(got)
+            self.expect(got, self.reference(strata.SUM, [self.values(r, 64, np.float64)
+                                                         for r in range(1, size)], np.float64), "shrunk")
+            if smaller.rank == 0:
+                uid[:] = np.frombuffer(smaller.grow_id(), np.uint8)
+                comm.send(uid, 0)
+            grown = smaller.grow(size, bytes(uid) if smaller.rank == 0 else None)
+            smaller.destroy()
+        else:
+            comm.recv(uid, 1)
+            grown = strata.Comm.join_grown(size, bytes(uid), size - 1)
+        self.ensure((grown.rank, grown.size) == ((rank - 1) % size, size),
+                    f"grown: rank {grown.rank} of {grown.size}")
+        got = self.values(rank, 64, np.float64)
+        grown.allreduce(got)
+        self.expect(got, self.reference(strata.SUM, [self.values(r, 64, np.float64)
+                                                     for r in range(size)], np.float64), "grown")
+        grown.destroy()
+        doomed.destroy()
 
     def own_timeout(self, nranks, rank, uid):
         """A communicator's own timeout (1 s, under STRATA_TIMEOUT=60): rank

@@ -128,6 +128,19 @@ def get_unique_id():
     return bytes(uid)  # all of it: the field itself would stop at the first NUL
 
 
+def _unique_id(uid):
+    """A UniqueId from the bytes of get_unique_id() or Comm.grow_id()."""
+    try:
+        raw = bytes(uid)
+    except TypeError:
+        raise TypeError(f"uid must be the bytes of strata.get_unique_id(), "
+                        f"got {type(uid).__name__}") from None
+    if len(raw) != UNIQUE_ID_BYTES:
+        raise ValueError(f"uid has {len(raw)} bytes; strata.get_unique_id() gives "
+                         f"{UNIQUE_ID_BYTES}")
+    return UniqueId.from_buffer_copy(raw)
+
+
 class Comm:
     """A communicator. Make one with Comm.init_rank, Comm.init_env or
     Comm.init_world (or split/dup); free it with destroy(), abort(), or a
@@ -171,20 +184,12 @@ class Comm:
             raise TypeError(f"timeout must be a number of seconds, got {type(timeout).__name__}")
         if timeout is not None and not 0 < timeout <= 1e9:
             raise ValueError(f"timeout={timeout} must be a number of seconds in (0, 1e9]")
-        try:
-            raw = bytes(uid)
-        except TypeError:
-            raise TypeError(f"uid must be the bytes of strata.get_unique_id(), "
-                            f"got {type(uid).__name__}") from None
-        if len(raw) != UNIQUE_ID_BYTES:
-            raise ValueError(f"uid has {len(raw)} bytes; strata.get_unique_id() gives "
-                             f"{UNIQUE_ID_BYTES}")
         if timeout is None:
             return cls._create("strata_comm_init_rank", lib.strata_comm_init_rank, nranks,
-                               UniqueId.from_buffer_copy(raw), rank)
+                               _unique_id(uid), rank)
         config = Config(ctypes.sizeof(Config), float(timeout))
         return cls._create("strata_comm_init_rank_config", lib.strata_comm_init_rank_config, nranks,
-                           UniqueId.from_buffer_copy(raw), rank, ctypes.byref(config))
+                           _unique_id(uid), rank, ctypes.byref(config))
 
     @classmethod
     def init_env(cls):
@@ -240,6 +245,50 @@ class Comm:
         handle = c_ptr()
         check(lib.strata_comm_dup(self._handle(), ctypes.byref(handle)), "strata_comm_dup")
         return type(self)._adopt(handle.value)
+
+    def revoke(self):
+        """Fails every pending and later operation on this communicator with
+        Result.REVOKED, here and on every other live rank. Any one rank may
+        call it; the communicator stays for shrink() and destroy()."""
+        check(lib.strata_comm_revoke(self._handle()), "strata_comm_revoke")
+
+    def shrink(self, exclude=(), abort=False):
+        """Collective over the live ranks: a new communicator of those alive
+        that call it, without the ranks in `exclude` (the same list on every
+        caller), in their order here. abort=True revokes this communicator
+        first. A rank in `exclude` that calls gets None."""
+        ranks = [as_c_int(r, "exclude[%d]" % i) for i, r in enumerate(exclude)]
+        array = (c_int * max(1, len(ranks)))(*ranks)
+        handle = c_ptr()
+        check(lib.strata_comm_shrink(self._handle(), array, len(ranks), 1 if abort else 0,
+                                     ctypes.byref(handle)), "strata_comm_shrink")
+        return None if handle.value is None else type(self)._adopt(handle.value)
+
+    def grow_id(self):
+        """On rank 0: the id (bytes) through which new processes join this
+        communicator with Comm.join_grown."""
+        uid = UniqueId()
+        check(lib.strata_comm_grow_id(self._handle(), ctypes.byref(uid)), "strata_comm_grow_id")
+        return bytes(uid)
+
+    def grow(self, nranks, uid=None):
+        """Collective over this communicator's ranks and the joining
+        processes: the grown communicator of nranks ranks, where this one's
+        ranks keep theirs. uid: grow_id()'s bytes on rank 0, None elsewhere."""
+        nranks = as_c_int(nranks, "nranks")
+        uid_p = None if uid is None else ctypes.byref(_unique_id(uid))
+        handle = c_ptr()
+        check(lib.strata_comm_grow(self._handle(), nranks, uid_p, -1, ctypes.byref(handle)),
+              "strata_comm_grow")
+        return type(self)._adopt(handle.value)
+
+    @classmethod
+    def join_grown(cls, nranks, uid, rank):
+        """A new process joining a growing communicator as `rank` (from its
+        old size up), with the uid its rank 0 handed out."""
+        nranks, rank = as_c_int(nranks, "nranks"), as_c_int(rank, "rank")
+        return cls._create("strata_comm_grow", lambda out: lib.strata_comm_grow(
+            None, nranks, ctypes.byref(_unique_id(uid)), rank, out))
 
     def __enter__(self):
         return self

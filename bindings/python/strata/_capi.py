@@ -60,6 +60,10 @@ _ARGTYPES = {
     "strata_comm_abort": [c_ptr],
     "strata_comm_split": [c_ptr, c_int, c_int, handle_p],
     "strata_comm_dup": [c_ptr, handle_p],
+    "strata_comm_revoke": [c_ptr],
+    "strata_comm_shrink": [c_ptr, _P(c_int), c_int, c_int, handle_p],
+    "strata_comm_grow_id": [c_ptr, _P(UniqueId)],
+    "strata_comm_grow": [c_ptr, c_int, _P(UniqueId), c_int, handle_p],
     "strata_comm_rank": [c_ptr, _P(c_int)],
     "strata_comm_size": [c_ptr, _P(c_int)],
     "strata_group_start": [],
@@ -101,6 +105,7 @@ class Result(enum.IntEnum):
     TIMEOUT = 6
     IN_PROGRESS = 7
     CUDA = 8
+    REVOKED = 9
 
 
 class Datatype(enum.IntEnum):
