@@ -97,20 +97,21 @@ class Coordinator {
   }
 
   Status run(double waitUntil, const MakeId& makeId, ShrinkOutcome* out) {
+    // Probing first finds the ranks that died before the shrink at once,
+    // instead of after a wait for their proposals.
     double nextProbe = 0;
     while (std::count(state_.begin(), state_.end(), kWaiting) > 0 && nowSeconds() < waitUntil) {
-      Incoming in;
-      if (cp_.nextProposal(std::min(waitUntil, nowSeconds() + kProbeInterval), &in)) {
-        take(in);
+      if (nowSeconds() >= nextProbe) {
+        for (int r = 0; r < n_; ++r)
+          if (state_[r] == kWaiting && !cp_.alive(r, nowSeconds() + kProbeSeconds)) {
+            STRATA_INFO(INIT, "shrink: rank %d is gone", r);
+            state_[r] = kGone;
+          }
+        nextProbe = nowSeconds() + kProbeInterval;
         continue;
       }
-      if (nowSeconds() < nextProbe) continue;
-      for (int r = 0; r < n_; ++r)
-        if (state_[r] == kWaiting && !cp_.alive(r, nowSeconds() + kProbeSeconds)) {
-          STRATA_INFO(INIT, "shrink: rank %d is gone", r);
-          state_[r] = kGone;
-        }
-      nextProbe = nowSeconds() + kProbeInterval;
+      Incoming in;
+      if (cp_.nextProposal(std::min(waitUntil, nextProbe), &in)) take(in);
     }
     for (int r = 0; r < n_; ++r)
       if (state_[r] == kWaiting)

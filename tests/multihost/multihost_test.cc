@@ -242,7 +242,9 @@ struct FaultClock {
 
 // Runs large allreduces on 2 hosts x 2 ranks; rank `victim` SIGKILLs itself
 // at its fourth call. Every surviving rank must fail within STRATA_TIMEOUT +
-// 1 s of the kill.
+// 1 s of the kill, then shrink to a communicator of the three left (across
+// both hosts when the victim is rank 0, the bootstrap root) whose allreduce
+// is exact.
 void expectKillFailsEveryRank(const TestNetwork& net, int victim) {
   constexpr double kTimeout = 4;
   FaultClock* clock = sharedPage<FaultClock>();
@@ -261,6 +263,16 @@ void expectKillFailsEveryRank(const TestNetwork& net, int victim) {
         if (clock->at.load() == 0) rep.fail("failed before the fault: %s", strata_comm_last_error(comm));
         else if (after > kTimeout + 1) rep.fail("error %.2f s after the fault: %s", after, strata_comm_last_error(comm));
         rep.value("failed", 1);
+        strata_comm_t shrunk;
+        if (rep.ok(strata_comm_shrink(comm, nullptr, 0, STRATA_SHRINK_ABORT, &shrunk), comm, "shrink")) {
+          int64_t v = rank + 1, sum = 0;
+          if (rep.ok(strata_allreduce(&v, &sum, 1, STRATA_INT64, STRATA_SUM, shrunk), shrunk, "allreduce on survivors") &&
+              sum != 1 + 2 + 3 + 4 - (victim + 1))
+            rep.fail("survivors' sum %lld without rank %d", static_cast<long long>(sum), victim);
+          if (now() - clock->at.load() > kTimeout + 1 + 2)
+            rep.fail("the shrunk communicator worked %.2f s after the kill", now() - clock->at.load());
+          strata_comm_destroy(shrunk);
+        }
         strata_comm_destroy(comm);
         return;
       }
@@ -273,6 +285,13 @@ void expectKillFailsEveryRank(const TestNetwork& net, int victim) {
     for (const auto& f : outcomes[r].failures) ADD_FAILURE() << "rank " << r << ": " << f;
   }
   munmap(clock, 4096);
+}
+
+TEST(MultiHostFaults, KilledRootThenSurvivorsShrinkAcrossHosts) {
+  SKIP_UNLESS_SUPPORTED();
+  TestNetwork net(2);
+  ASSERT_EQ(net.error(), "");
+  expectKillFailsEveryRank(net, 0);
 }
 
 TEST(MultiHostFaults, KilledRankOnAnotherHost) {
