@@ -234,8 +234,8 @@ STRATA_API strata_result_t strata_comm_grow(strata_comm_t comm, int nranks, cons
  * from this rank alone (not collective; a rank stuck in its own code, or in
  * a call, still answers; a dead one is reported gone). Its first line says
  * which ranks wait in which collective and for whom ("ranks 0-6 wait in
- * allreduce(...) #1042 for rank 7; rank 7 completed #1041 2.0 s ago and has
- * issued nothing since"), then one line per rank lists its recent
+ * allreduce(...) #1042 for rank 7; rank 7 completed #1041, issued 2.0 s
+ * ago, and has issued nothing since"), then one line per rank lists its recent
  * operations. Written NUL-terminated into report (len bytes, truncated), or,
  * with report NULL, to strata's log. A timeout's error message carries the
  * first line; with STRATA_DUMP_ON_SIGNAL=1 a SIGUSR1 logs the whole report

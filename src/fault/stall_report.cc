@@ -43,8 +43,9 @@ std::string whereBehind(const OpSnapshot& s) {
     return format("is in %s (issued %.1f s ago), not complete", opName(s, s.issued).c_str(), op ? op->issuedAgo : 0.0f);
   }
   if (s.completed == 0) return "has issued no collective yet";
-  return format("completed #%llu %.1f s ago and has issued nothing since (it is in its own code)",
-                static_cast<unsigned long long>(s.completed), s.sinceCompleted);
+  const OpSnapshot::Op* op = find(s, s.completed);
+  return format("completed #%llu, issued %.1f s ago, and has issued nothing since (it is in its own code)",
+                static_cast<unsigned long long>(s.completed), op ? op->issuedAgo : 0.0f);
 }
 
 }  // namespace
@@ -130,7 +131,7 @@ std::string describeStall(const std::vector<std::optional<OpSnapshot>>& ranks) {
     for (const auto& op : s.recent) {
       if (op.seq == 0) continue;
       out += format(" #%llu %s", static_cast<unsigned long long>(op.seq), OpDesc::unpack(op.desc).describe().c_str());
-      out += op.doneAgo < 0 ? format(" (pending %.1f s)", op.issuedAgo) : std::string(" done");
+      out += op.done ? std::string(" done") : format(" (pending %.1f s)", op.issuedAgo);
       out += ",";
     }
     if (out.back() == ',') out.pop_back();

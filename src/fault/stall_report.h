@@ -1,8 +1,8 @@
 // One report of where every rank of a communicator stands, from each rank's
 // operation log (op_log.h): which ranks wait in which collective, for whom,
 // and what those are doing instead ("ranks 0-6 wait in allreduce(...) #1042
-// for rank 7, whose last completed operation is #1041; rank 7 is in its own
-// code since (2.1 s)"), ranks that are gone, and ranks that reached the same
+// for rank 7; rank 7 completed #1041, issued 2.1 s ago, and has issued
+// nothing since"), ranks that are gone, and ranks that reached the same
 // sequence number in different collectives. Then each rank's recent
 // operations, one line per rank.
 #pragma once
