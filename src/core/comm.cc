@@ -81,7 +81,10 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
   STRATA_CHECK(connectTransports(self));
   STRATA_CHECK(decideDevice(self));
   channels_ = std::vector<Channel>(nchannels);
+  STRATA_CHECK(timeline::Timeline::open(rank_, nranks_, bootstrap_->commTag(), nchannels, transportNames(), &timeline_));
   for (int ch = 0; ch < nchannels; ++ch) {
+    channels_[ch].timeline = timeline_.get();
+    channels_[ch].index = ch;
     channels_[ch].links = linksOf(connections_, ch);
     hasSockets_ |= !channels_[ch].links.pollers.empty();
   }
@@ -108,6 +111,16 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
     STRATA_INFO(ALGO, "%d nodes; allreduce by size: %s", layout_.nodes(), tuning_.describe().c_str());
   }
   return Status::ok();
+}
+
+std::string Comm::transportNames() const {
+  std::string names;
+  for (int p = 0; p < nranks_; ++p) {
+    const std::string name = transportTo(p);
+    if (p != rank_ && (',' + names + ',').find(',' + name + ',') == std::string::npos)
+      names += (names.empty() ? "" : ",") + name;
+  }
+  return names;
 }
 
 ChannelLinks Comm::linksOf(const Connections& made, int ch) const {
@@ -325,8 +338,10 @@ Status Comm::run(const CollCall& call, Request* request) {
   STRATA_CHECK(prepare(call, &planned, &ctx));
   request->seq = ctx.tag.seq;
   Status outcome;
+  const double started = timeline_ ? nowSeconds() : 0;
   if (planned->choice.nchannels == 1 && channels_[0].runNow((*planned->plans)[0], ctx, *this, spins_, &outcome)) {
-    if (outcome.isOk()) opLog_.done(ctx.tag.seq);
+    if (timeline_) timeline_->channelSpan(0, ctx.tag.seq, started, nowSeconds());
+    noteDone(ctx.tag.seq, outcome);
     request->finishedAlone(outcome);
     return Status::ok();
   }
@@ -520,6 +535,7 @@ void Comm::enqueue(const OpContext& ctx, const std::shared_ptr<const PlanSet>& p
     slot->deviceStart = device ? device->parts[0].landedFlag() : nullptr;
     slot->deviceDone = device ? device->deviceDone(ch) : nullptr;
     slot->deviceStarted = false;
+    slot->started = 0;
     channel.commit();
   }
   if (forThreads) threads_->wake();
@@ -529,7 +545,7 @@ Status Comm::wait(Request& request) {
   // An operation run at once is done already: no loop to set up.
   if (!request.done())
     driveUntil(spins_, hasSockets_, [&] { return request.done(); }, [&](auto&& fn) { forEachChannel(fn); });
-  if (request.status().isOk()) opLog_.done(request.seq);
+  noteDone(request.seq, request.status());
   return request.status();
 }
 
@@ -537,7 +553,7 @@ bool Comm::test(Request& request) {
   for (Channel& ch : channels_)
     if (ch.hasWork()) ch.drive(*this);
   if (!request.done()) return false;
-  if (request.status().isOk()) opLog_.done(request.seq);
+  noteDone(request.seq, request.status());
   return true;
 }
 

@@ -24,6 +24,7 @@
 #include "planner.h"
 #include "progress_threads.h"
 #include "staging.h"
+#include "timeline.h"
 #include "transport.h"
 
 namespace strata {
@@ -115,6 +116,8 @@ class Comm final : public FailureSink {
   Comm() = default;
   Status init(const boot::BootstrapConfig& bootConfig, const CommOverrides& overrides);
   Status connectTransports(const topo::HostInfo& self);
+  // The transports this rank's peers are reached over, "shm,tcp".
+  std::string transportNames() const;
   // Channel ch's connectors in `made`, by peer, and those needing progress().
   ChannelLinks linksOf(const Connections& made, int ch) const;
   // Decides at init whether this communicator's GPU buffers may move GPU
@@ -163,6 +166,12 @@ class Comm final : public FailureSink {
       ctx->output = reinterpret_cast<char*>(&barrierBytes_[seq_ % barrierBytes_.size()]);
     }
     if (log::enabled(log::Level::Trace, log::COLL)) traceStart(planned.choice, *ctx);
+    if (timeline_) timeline_->issued(seq_, ctx->tag.desc, planned.choice.algo, planned.choice.nchannels);
+  }
+  // Its caller saw collective `seq` complete, or fail.
+  void noteDone(uint64_t seq, const Status& outcome) {
+    if (outcome.isOk()) opLog_.done(seq);
+    if (timeline_ && seq) timeline_->completed(seq, outcome.isOk());
   }
   // Builds `call`'s plans and context, kept in the cache when it keeps them.
   Status planMiss(const CollCall& call, const PlannedCall** planned);
@@ -220,6 +229,7 @@ class Comm final : public FailureSink {
   Tuning deviceTuning_;
   int device_ = -1;  // the CUDA device its streams run on
   std::vector<Channel> channels_;
+  std::unique_ptr<timeline::Timeline> timeline_;  // before threads_, which write to it
   std::unique_ptr<ProgressThreads> threads_;
   streams::PinnedAllocator pinned_{};
   std::unique_ptr<streams::Stager> stager_;  // made by the first stream-ordered call

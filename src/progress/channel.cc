@@ -7,6 +7,7 @@
 #include "log.h"
 #include "cuda_seam.h"
 #include "op_desc.h"
+#include "timeline.h"
 #include "wait_policy.h"
 
 namespace strata {
@@ -112,6 +113,7 @@ void Channel::retireHead() {
   uint64_t head = head_.load(std::memory_order_relaxed);
   ChannelOp& op = ops_[head % kDepth];
   if (op.forThreads) threadWork_.fetch_sub(1, std::memory_order_acq_rel);
+  if (timeline) timeline->channelSpan(index, op.ctx.messages ? 0 : op.ctx.tag.seq, op.started, nowSeconds());
   // Read before the entry is handed back to the producer; an op that ran
   // ahead has told its request already (which may be gone by now).
   Request* request = op.finished ? nullptr : op.request;
@@ -196,6 +198,7 @@ bool Channel::drive(FailureSink& comm, SleepSet* sleep) {
       continue;
     }
     Status error;
+    if (timeline && op.started == 0) op.started = nowSeconds();
     const ChannelLinks& opLinks = linksOf(op.ctx);
     Advance a = op.ctx.stream ? advanceOnDevice(op, &error)
                               : executor_.advance(*op.plan, &op.cursor, op.ctx, links, &error);

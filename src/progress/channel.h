@@ -17,6 +17,10 @@
 #include "request.h"
 #include "stream_lane.h"
 
+namespace strata::timeline {
+class Timeline;
+}
+
 namespace strata {
 
 // What a channel needs from its communicator when something goes wrong.
@@ -58,6 +62,7 @@ struct ChannelOp {
   gpu::Flag* deviceStart;
   gpu::Flag* deviceDone;
   bool deviceStarted;
+  double started;  // its first step here (STRATA_TIMELINE only)
 };
 
 class Channel {
@@ -68,6 +73,9 @@ class Channel {
   static constexpr uint64_t kDepth = 128;
 
   ChannelLinks links;
+  // STRATA_TIMELINE's trace (null without), and this channel's index in it.
+  timeline::Timeline* timeline = nullptr;
+  int index = 0;
   // Connectors whose slots are GPU memory (transports/cuda), for operations
   // on device memory, and a lane on their stream; empty and null where the
   // communicator has none. Set before the first device operation is queued.
