@@ -3,7 +3,9 @@
 #include <time.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cinttypes>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 
@@ -16,8 +18,6 @@
 namespace strata::timeline {
 namespace {
 
-constexpr size_t kFlushBytes = 64 << 10;
-
 // JSON string contents: what describes a call is ours, but quote it all the same.
 std::string escaped(const std::string& s) {
   std::string out;
@@ -28,8 +28,8 @@ std::string escaped(const std::string& s) {
   return out;
 }
 
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
+std::string sformat(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string sformat(const char* fmt, ...) {
   char buf[768];
   va_list ap;
   va_start(ap, fmt);
@@ -55,20 +55,24 @@ Status Timeline::open(int rank, int nranks, uint64_t commTag, int nchannels, con
   std::unique_ptr<Timeline> t(new Timeline());
   t->rank_ = rank;
   t->transports_ = transports;
-  t->path_ = format("%s.%016" PRIx64 ".rank%d.json", prefix.c_str(), commTag, rank);
+  t->path_ = sformat("%s.%016" PRIx64 ".rank%d.json", prefix.c_str(), commTag, rank);
   t->file_ = std::fopen(t->path_.c_str(), "w");
   if (!t->file_)
     return STRATA_ERROR(STRATA_ERR_SYSTEM, "STRATA_TIMELINE: cannot write %s: %s", t->path_.c_str(),
                         errnoText(errno).c_str());
-  std::fputs("[\n", t->file_);
-  t->append(format(R"({"name":"process_name","ph":"M","pid":%d,"args":{"name":"rank %d of %d"}})", rank, rank, nranks));
-  t->append(format(R"({"name":"process_sort_index","ph":"M","pid":%d,"args":{"sort_index":%d}})", rank, rank));
-  t->append(format(R"({"name":"strata_clock","ph":"M","pid":%d,"args":{"wall_minus_ts_us":%.0f}})", rank,
-                   wallOffsetMicros()));
-  t->append(format(R"({"name":"thread_name","ph":"M","pid":%d,"tid":0,"args":{"name":"calls"}})", rank));
+  std::string head = "[\n";
+  head += sformat(R"({"name":"process_name","ph":"M","pid":%d,"args":{"name":"rank %d of %d"}})",
+                                   rank, rank, nranks);
+  head += sformat(R"(,{"name":"process_sort_index","ph":"M","pid":%d,"args":{"sort_index":%d}})",
+                                   rank, rank);
+  head += sformat(R"(,{"name":"strata_clock","ph":"M","pid":%d,"args":{"wall_minus_ts_us":%.0f}})",
+                                   rank, wallOffsetMicros());
+  head += sformat(R"(,{"name":"thread_name","ph":"M","pid":%d,"tid":0,"args":{"name":"calls"}})", rank);
   for (int ch = 0; ch < nchannels; ++ch)
-    t->append(format(R"({"name":"thread_name","ph":"M","pid":%d,"tid":%d,"args":{"name":"channel %d"}})", rank,
-                     ch + 1, ch));
+    head += sformat(R"(,{"name":"thread_name","ph":"M","pid":%d,"tid":%d,"args":{"name":"channel %d"}})",
+                                     rank, ch + 1, ch);
+  std::fputs(head.c_str(), t->file_);
+  t->records_.reserve(kBatch);
   STRATA_INFO(INIT, "STRATA_TIMELINE: rank %d writes %s", rank, t->path_.c_str());
   *out = std::move(t);
   return Status::ok();
@@ -82,51 +86,105 @@ Timeline::~Timeline() {
 }
 
 void Timeline::issued(uint64_t seq, uint64_t desc, const char* algo, int nchannels) {
-  const double now = nowSeconds();
-  std::lock_guard<std::mutex> lock(mutex_);
-  pending_[seq] = Pending{desc, algo, nchannels, now};
+  // Only the communicator's calling thread issues and completes calls.
+  pending_[seq % kPending] = Record{seq, desc, algo, nchannels, true, nowSeconds(), 0};
 }
 
 void Timeline::completed(uint64_t seq, bool ok) {
-  const double now = nowSeconds();
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = pending_.find(seq);
-  if (it == pending_.end()) return;
-  const Pending p = it->second;
-  pending_.erase(it);
-  const OpDesc d = OpDesc::unpack(p.desc);
-  const std::string what = d.describe();
-  const uint64_t bytes = d.count * strata_datatype_size(d.datatype);
-  appendLocked(format(R"({"name":"%s #%)" PRIu64 R"(","cat":"call","ph":"X","pid":%d,"tid":0,"ts":%.3f,"dur":%.3f,)"
-                      R"("args":{"call":"%s","seq":%)" PRIu64 R"(,"bytes":%)" PRIu64
-                      R"(,"algorithm":"%s","channels":%d,"transports":"%s","ok":%s}})",
-                      escaped(what.substr(0, what.find('('))).c_str(), seq, rank_, micros(p.issuedAt),
-                      micros(now - p.issuedAt), escaped(what).c_str(), seq, bytes, p.algo, p.nchannels,
-                      escaped(transports_).c_str(), ok ? "true" : "false"));
+  Record r = pending_[seq % kPending];
+  if (r.seq != seq) return;  // more than kPending calls ago, or seen complete already
+  pending_[seq % kPending].seq = 0;
+  r.ok = ok;
+  r.end = nowSeconds();
+  push(r);
 }
 
 void Timeline::channelSpan(int ch, uint64_t seq, double start, double end) {
-  append(seq ? format(R"({"name":"#%)" PRIu64 R"(","cat":"channel","ph":"X","pid":%d,"tid":%d,"ts":%.3f,"dur":%.3f})",
-                      seq, rank_, ch + 1, micros(start), micros(end - start))
-             : format(R"({"name":"p2p","cat":"channel","ph":"X","pid":%d,"tid":%d,"ts":%.3f,"dur":%.3f})", rank_,
-                      ch + 1, micros(start), micros(end - start)));
+  push(Record{seq, 0, nullptr, ch, true, start, end});
 }
 
-void Timeline::append(const std::string& event) {
+void Timeline::push(const Record& r) {
   std::lock_guard<std::mutex> lock(mutex_);
-  appendLocked(event);
-}
-
-void Timeline::appendLocked(const std::string& event) {
-  if (!first_) buffer_ += ",\n";
-  first_ = false;
-  buffer_ += event;
-  if (buffer_.size() >= kFlushBytes) flushLocked();
+  records_.push_back(r);
+  if (records_.size() >= kBatch) flushLocked();
 }
 
 void Timeline::flushLocked() {
-  std::fwrite(buffer_.data(), 1, buffer_.size(), file_);
-  buffer_.clear();
+  std::string text;
+  text.reserve(records_.size() * 160);
+  for (const Record& r : records_) format(r, &text);
+  records_.clear();
+  std::fwrite(text.data(), 1, text.size(), file_);
+}
+
+namespace {
+
+void appendInt(std::string* out, uint64_t v) {
+  char buf[24];
+  const auto end = std::to_chars(buf, buf + sizeof(buf), v).ptr;
+  out->append(buf, end);
+}
+
+// Seconds as microseconds with three decimals, as "ts" and "dur" take them.
+void appendMicros(std::string* out, double seconds) {
+  const int64_t ns = std::llround(seconds * 1e9);
+  if (ns < 0) out->push_back('-');
+  const uint64_t a = static_cast<uint64_t>(ns < 0 ? -ns : ns);
+  appendInt(out, a / 1000);
+  char frac[4] = {'.', char('0' + a % 1000 / 100), char('0' + a % 100 / 10), char('0' + a % 10)};
+  out->append(frac, 4);
+}
+
+}  // namespace
+
+void Timeline::format(const Record& r, std::string* out) {
+  out->append(",\n{\"name\":\"");
+  if (!r.algo) {
+    if (r.seq) {
+      out->push_back('#');
+      appendInt(out, r.seq);
+    } else {
+      out->append("p2p");
+    }
+    out->append("\",\"cat\":\"channel\",\"ph\":\"X\",\"pid\":");
+    appendInt(out, rank_);
+    out->append(",\"tid\":");
+    appendInt(out, r.nchannels + 1);
+  } else {
+    auto it = described_.find(r.desc);
+    if (it == described_.end()) {
+      const OpDesc d = OpDesc::unpack(r.desc);
+      const std::string what = escaped(d.describe());
+      it = described_.emplace(r.desc, what.substr(0, what.find('('))).first;
+    }
+    out->append(it->second);
+    out->append(" #");
+    appendInt(out, r.seq);
+    out->append("\",\"cat\":\"call\",\"ph\":\"X\",\"pid\":");
+    appendInt(out, rank_);
+    out->append(",\"tid\":0");
+  }
+  out->append(",\"ts\":");
+  appendMicros(out, r.start);
+  out->append(",\"dur\":");
+  appendMicros(out, r.end - r.start);
+  if (r.algo) {
+    const OpDesc d = OpDesc::unpack(r.desc);
+    out->append(",\"args\":{\"call\":\"");
+    out->append(escaped(d.describe()));
+    out->append("\",\"seq\":");
+    appendInt(out, r.seq);
+    out->append(",\"bytes\":");
+    appendInt(out, d.count * strata_datatype_size(d.datatype));
+    out->append(",\"algorithm\":\"");
+    out->append(r.algo);
+    out->append("\",\"channels\":");
+    appendInt(out, static_cast<uint64_t>(r.nchannels));
+    out->append(",\"transports\":\"");
+    out->append(escaped(transports_));
+    out->append(r.ok ? "\",\"ok\":true}" : "\",\"ok\":false}");
+  }
+  out->push_back('}');
 }
 
 }  // namespace strata::timeline

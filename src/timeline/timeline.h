@@ -12,8 +12,9 @@
 //    algorithm, channels and the transports to its peers;
 //  - on a track per channel, that channel's part of each operation, from
 //    its first step to its last (a send or receive group is a "p2p" span).
-// Off, it costs a branch per call; on, formatting an event per call and per
-// channel, buffered and written in 64 KiB pieces (bench/README.md has the cost).
+// Off, it costs a branch per call; on, two clock reads and two appends per
+// call and per channel; the JSON is formatted (integers only, no printf) and
+// written every kBatch events and at the end (bench/README.md has the cost).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "status.h"
 
@@ -37,8 +39,8 @@ class Timeline {
   Timeline& operator=(const Timeline&) = delete;
 
   // Collective `seq` (`desc`: OpDesc::pack()) issued now, to run with
-  // `algo` on `nchannels` channels; its span ends when its caller sees it
-  // complete or fail.
+  // `algo` (a string that lives as long as the library) on `nchannels`
+  // channels; its span ends when its caller sees it complete or fail.
   void issued(uint64_t seq, uint64_t desc, const char* algo, int nchannels);
   void completed(uint64_t seq, bool ok);
   // Channel `ch`'s part of operation `seq` (0 for a send/receive group).
@@ -47,25 +49,33 @@ class Timeline {
   const std::string& path() const { return path_; }
 
  private:
+  // An event as the hot path leaves it: plain values, formatted as JSON in
+  // batches (a thread of its own to format them took a core from spinning
+  // ranks on a small machine, which cost more than formatting inline).
+  struct Record {
+    uint64_t seq;
+    uint64_t desc;
+    const char* algo;  // null: a channel span
+    int32_t nchannels;  // a call's; a span's channel
+    bool ok;
+    double start, end;
+  };
+  static constexpr size_t kBatch = 1 << 16;
+  static constexpr size_t kPending = 256;  // calls in flight we remember (a channel queue's depth and more)
+
   Timeline() = default;
-  void append(const std::string& event);
-  void appendLocked(const std::string& event);
+  void push(const Record& r);
   void flushLocked();
+  void format(const Record& r, std::string* out);
 
   int rank_ = 0;
   std::string path_;
   std::string transports_;  // to the peers, e.g. "shm,tcp"
   FILE* file_ = nullptr;
+  Record pending_[kPending] = {};  // issued calls, by seq % kPending
   std::mutex mutex_;  // calls come from the API thread, spans from progress threads too
-  struct Pending {
-    uint64_t desc;
-    const char* algo;
-    int nchannels;
-    double issuedAt;
-  };
-  std::map<uint64_t, Pending> pending_;  // issued, not seen complete yet
-  std::string buffer_;
-  bool first_ = true;
+  std::vector<Record> records_;
+  std::map<uint64_t, std::string> described_;  // desc -> its call's JSON name and arguments
 };
 
 // Microseconds for the trace's "ts" from a nowSeconds() value.
