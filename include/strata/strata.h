@@ -242,6 +242,19 @@ STRATA_API strata_result_t strata_comm_grow(strata_comm_t comm, int nranks, cons
  * for every communicator of the process. */
 STRATA_API strata_result_t strata_comm_dump(strata_comm_t comm, char* report, size_t len);
 
+/* Collective: diagnostics of the job behind comm (what STRATA_CHECK=1 runs
+ * at init, and strata-doctor on demand). Every rank's fingerprint (library
+ * version and build, STRATA_* environment, kernel and the features of it
+ * strata uses, usable transports, free /dev/shm) is compared, naming the
+ * ranks that differ; then every pair of ranks is tested on the transport
+ * comm uses (a pattern written and read back, 8-byte round trips, 1 MiB
+ * exchanges), naming a pair far slower than the median pair ("rank 3 ->
+ * rank 9 over tcp: 0.11 GB/s, median pair 1.9 GB/s"). Every rank gets the
+ * same report, NUL-terminated in report (len bytes, truncated), or with
+ * report NULL logged by rank 0; *findings (when not NULL) counts its
+ * findings. STRATA_ERR_REMOTE when a pair's bytes arrived wrong. */
+STRATA_API strata_result_t strata_comm_check(strata_comm_t comm, char* report, size_t len, int* findings);
+
 STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank);
 STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size);
 

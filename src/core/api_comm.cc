@@ -55,7 +55,19 @@ namespace {
 Status initComm(strata_comm_t* out, const boot::BootstrapConfig& config, const CommOverrides& overrides = {}) {
   std::unique_ptr<Comm> impl;
   STRATA_CHECK(Comm::create(config, overrides, &impl));
-  *out = new strata_comm{std::move(impl)};
+  auto* comm = new strata_comm{std::move(impl)};
+  if (params::check() != 0) {
+    std::string report;
+    int findings = 0;
+    Status checked = runCheck(comm, &report, &findings);
+    if (!checked.isOk()) {
+      releaseComm(comm);
+      return STRATA_ERROR(checked.code(), "STRATA_CHECK: %s", checked.message().c_str());
+    }
+    if (comm->impl->rank() == 0 && findings > 0) STRATA_WARN(INIT, "STRATA_CHECK:\n%s", report.c_str());
+    else STRATA_INFO(INIT, "STRATA_CHECK:\n%s", report.c_str());
+  }
+  *out = comm;
   return Status::ok();
 }
 

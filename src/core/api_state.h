@@ -60,6 +60,10 @@ strata_result_t escaped();
 // one, whose ranks derive it) instead of a random one.
 Status newUniqueId(strata_unique_id_t* id, const security::Secret* secret = nullptr);
 
+// strata_comm_check's work (api_check.cc), which STRATA_CHECK=1 runs at
+// init: the report every rank gets, and how many findings it holds.
+Status runCheck(strata_comm* comm, std::string* report, int* findings);
+
 // Re-reads configuration and logging settings: every init entry point calls it.
 void reloadSettings();
 

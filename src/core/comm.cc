@@ -10,6 +10,8 @@
 #include "log.h"
 #include "op_desc.h"
 #include "dump_signal.h"
+#include "fingerprint.h"
+#include "params.h"
 #include "stall_report.h"
 #include "transport_factories.h"
 #include "wait_loop.h"
@@ -55,6 +57,7 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
   topo::HostInfo self = topo::probeHost();
   transports_ = makeTransports(&self);
   STRATA_CHECK(boot::Bootstrap::create(bootConfig, self, &bootstrap_));
+  if (params::check() != 0) compareFingerprints();
 
   const auto& hosts = bootstrap_->hosts();
   const auto shares = topo::hostShares(hosts);
@@ -71,6 +74,7 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
       nchannels = std::min(nchannels, std::clamp(entry.second.cores / std::max(1, entry.second.ranks), 1, 4));
   }
   spins_ = chooseSpins(config_.spin, localRanks, local.cores);
+  for (const auto& entry : shares) oversubscribed_ |= entry.second.ranks > entry.second.cores;
   layout_ = Layout::of(topo::buildHierarchy(hosts));
   shape_ = PlanShape{rank_, nranks_, nchannels, config_.slotBytes, 0, &layout_};
   p2pSeqs_.sent.assign(nranks_, 0);
@@ -111,6 +115,19 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
     STRATA_INFO(ALGO, "%d nodes; allreduce by size: %s", layout_.nodes(), tuning_.describe().c_str());
   }
   return Status::ok();
+}
+
+void Comm::compareFingerprints() {
+  std::string names;
+  for (const auto& t : transports_) names += (names.empty() ? "" : " ") + std::string(t->name());
+  const check::Fingerprint mine = check::take(names);
+  std::vector<check::Fingerprint> all(nranks_);
+  if (!bootstrap_->allgather(&mine, all.data(), sizeof(mine)).isOk()) return;  // the next step says why
+  const std::vector<std::string> differences = check::compare(all);
+  if (rank_ != 0 || differences.empty()) return;
+  std::string text;
+  for (const auto& line : differences) text += "\n  " + line;
+  STRATA_WARN(INIT, "STRATA_CHECK, before connecting the ranks, %d of them:%s", nranks_, text.c_str());
 }
 
 std::string Comm::transportNames() const {

@@ -88,6 +88,8 @@ class Comm final : public FailureSink {
   int64_t spins() const { return spins_; }
   // Whether some connector needs progress() calls (a waiter may sleep on it).
   bool hasSockets() const { return hasSockets_; }
+  // Whether some machine of the job runs more of its ranks than it has cores.
+  bool oversubscribed() const { return oversubscribed_; }
 
   // FailureSink
   bool failed() const override { return failed_.load(std::memory_order_acquire); }
@@ -118,6 +120,10 @@ class Comm final : public FailureSink {
   Status connectTransports(const topo::HostInfo& self);
   // The transports this rank's peers are reached over, "shm,tcp".
   std::string transportNames() const;
+  // STRATA_CHECK=1: every rank's fingerprint (check/fingerprint.h), compared
+  // over the bootstrap before the transports connect, so that a difference
+  // that breaks the connecting (settings that size segments) is named first.
+  void compareFingerprints();
   // Channel ch's connectors in `made`, by peer, and those needing progress().
   ChannelLinks linksOf(const Connections& made, int ch) const;
   // Decides at init whether this communicator's GPU buffers may move GPU
@@ -196,6 +202,7 @@ class Comm final : public FailureSink {
   CommConfig config_;
   int64_t spins_ = 0;
   bool hasSockets_ = false;
+  bool oversubscribed_ = false;
   PlanShape shape_{};
   Tuning tuning_;
   Layout layout_;

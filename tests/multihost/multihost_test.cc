@@ -340,6 +340,32 @@ TEST(MultiHostFaults, LinkDownMidAllreduce) {
   munmap(clock, 4096);
 }
 
+// strata_comm_check names the pair a throttled link slows: 4 hosts of one
+// rank, host 3 sending at most 50 Mbit/s (tc tbf on its device), so each
+// rank 3 -> rank p direction is far slower than the median pair, and the
+// opposite directions are not.
+TEST(MultiHost, CheckNamesTheThrottledPairs) {
+  SKIP_UNLESS_SUPPORTED();
+  TestNetwork net(4);
+  ASSERT_EQ(net.error(), "");
+  ASSERT_EQ(net.exec(3, "tc qdisc add dev " + net.device(3) + " root tbf rate 50mbit burst 32kb latency 400ms"), 0);
+  expectAllPassed(runRanks(4, 120, [&](int rank, int nranks, const strata_unique_id_t&, Reporter& rep) {
+    strata_comm_t comm;
+    if (!joinFromHost(net, rank, rank, nranks, &comm, rep)) return;
+    char report[8192];
+    int findings = -1;
+    if (!rep.ok(strata_comm_check(comm, report, sizeof(report), &findings), comm, "check")) return;
+    for (int p = 0; p < 3; ++p) {
+      const std::string slow = "rank 3 -> rank " + std::to_string(p) + " over tcp: ";
+      const std::string fine = "rank " + std::to_string(p) + " -> rank 3";
+      if (!mentions(report, slow.c_str())) rep.fail("report does not name '%s': %s", slow.c_str(), report);
+      if (mentions(report, fine.c_str())) rep.fail("report names '%s', whose link is not throttled: %s", fine.c_str(), report);
+    }
+    if (findings != 3) rep.fail("%d findings, want 3: %s", findings, report);
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "30"}}));
+}
+
 TEST(MultiHost, LossyRateCappedLinkStaysExact) {
   SKIP_UNLESS_SUPPORTED();
   if (system("command -v nft >/dev/null 2>&1") != 0) GTEST_SKIP() << "needs nftables' nft; skipped";
