@@ -174,9 +174,13 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
                           "no transport reaches rank %d on host %s from this host (%s)%s%s",
                           p, hosts[p].hostname, self.hostname, forced.empty() ? "" : " with STRATA_TRANSPORT=",
                           forced.c_str());
-    peersOf[t].push_back(p);
     peerTransport_[p] = t;
-    STRATA_TRACE(INIT, "rank %d -> rank %d over %s", rank_, p, transports_[t]->name());
+  }
+  STRATA_CHECK(avoidShortTransports(self));
+  for (int p = 0; p < nranks_; ++p) {
+    if (p == rank_) continue;
+    peersOf[peerTransport_[p]].push_back(p);
+    STRATA_TRACE(INIT, "rank %d -> rank %d over %s", rank_, p, transports_[peerTransport_[p]]->name());
   }
   connections_.send.resize(shape_.nchannels);
   connections_.recv.resize(shape_.nchannels);
@@ -188,6 +192,59 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
     ConnectRequest req{bootstrap_.get(), &hosts,           peersOf[t],     bootstrap_->commTag(),
                        bootstrap_->secret(), shape_.nchannels, shape_.slotBytes, config_.nslots};
     STRATA_CHECK(transports_[t]->connect(req, connections_));
+  }
+  return Status::ok();
+}
+
+Status Comm::avoidShortTransports(const topo::HostInfo& self) {
+  const auto& hosts = bootstrap_->hosts();
+  // What each transport chosen here lacks on this host, voted by every rank.
+  struct Vote {
+    uint32_t shortMask;  // bit t: transport t is short here
+    char why[512];
+  } mine{};
+  static_assert(sizeof(uint32_t) * 8 >= 16, "a vote's mask covers every transport");
+  const ConnectRequest sizing{nullptr, nullptr, {}, 0, {}, shape_.nchannels, shape_.slotBytes, config_.nslots};
+  for (size_t t = 0; t < transports_.size() && t < 32; ++t) {
+    const size_t npeers = std::count(peerTransport_.begin(), peerTransport_.end(), static_cast<int>(t));
+    const std::string why = npeers ? transports_[t]->shortOf(sizing, npeers) : "";
+    if (why.empty()) continue;
+    if (!mine.shortMask) std::snprintf(mine.why, sizeof(mine.why), "%s", why.c_str());
+    mine.shortMask |= 1u << t;
+  }
+  std::vector<Vote> votes(nranks_);
+  STRATA_CHECK(bootstrap_->allgather(&mine, votes.data(), sizeof(Vote)));
+  // A transport short on a host is left out of that host's pairs, on both
+  // ends alike: every rank reads the same votes.
+  bool warned = false;
+  auto shortFor = [&](size_t t, const topo::HostInfo& host) {
+    for (int r = 0; r < nranks_; ++r)
+      if ((votes[r].shortMask >> t & 1) && topo::sameHost(hosts[r], host)) return r;
+    return -1;
+  };
+  for (int p = 0; p < nranks_; ++p) {
+    if (p == rank_) continue;
+    int t = peerTransport_[p];
+    const int voter = std::max(shortFor(t, self), shortFor(t, hosts[p]));
+    if (voter < 0) continue;
+    votes[voter].why[sizeof(votes[voter].why) - 1] = '\0';
+    const char* name = transports_[t]->name();
+    if (!config_.transport.empty() || params::shmFallback() == 0)
+      return STRATA_ERROR(STRATA_ERR_SYSTEM, "rank %d cannot connect over %s: %s%s", voter, name, votes[voter].why,
+                          config_.transport.empty() ? " (STRATA_SHM_FALLBACK=0: no other transport is tried)"
+                                                    : " (STRATA_TRANSPORT forces it)");
+    while (++t < static_cast<int>(transports_.size()) &&
+           (!transports_[t]->canConnect(self, hosts[p]) || std::max(shortFor(t, self), shortFor(t, hosts[p])) >= 0)) {
+    }
+    if (t >= static_cast<int>(transports_.size()))
+      return STRATA_ERROR(STRATA_ERR_SYSTEM, "rank %d cannot connect over %s (%s), and no other transport reaches "
+                          "rank %d", voter, name, votes[voter].why, p);
+    // Said once per host, by its first rank.
+    if (!warned && std::none_of(hosts.begin(), hosts.begin() + rank_, [&](const auto& h) { return topo::sameHost(h, self); }))
+      STRATA_WARN(INIT, "rank %d: %s; this host's ranks reach each other over %s instead of %s (STRATA_SHM_FALLBACK=0 "
+                  "fails instead)", voter, votes[voter].why, transports_[t]->name(), name);
+    warned = true;
+    peerTransport_[p] = t;
   }
   return Status::ok();
 }

@@ -118,6 +118,11 @@ class Comm final : public FailureSink {
   Comm() = default;
   Status init(const boot::BootstrapConfig& bootConfig, const CommOverrides& overrides);
   Status connectTransports(const topo::HostInfo& self);
+  // Moves the pairs whose transport lacks something on their host
+  // (Transport::shortOf: /dev/shm too small for shm's segments) to the next
+  // transport that reaches them, saying why; or fails, saying why, under
+  // STRATA_SHM_FALLBACK=0 or a forced STRATA_TRANSPORT.
+  Status avoidShortTransports(const topo::HostInfo& self);
   // The transports this rank's peers are reached over, "shm,tcp".
   std::string transportNames() const;
   // STRATA_CHECK=1: every rank's fingerprint (check/fingerprint.h), compared

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "multiproc.h"
 
@@ -32,6 +33,7 @@ std::string enterTinyDevShm() {
   return "";
 }
 
+// Forced onto shm (STRATA_TRANSPORT=shm), or with STRATA_SHM_FALLBACK=0.
 TEST(ShmFull, InitFailsOnEveryRankNamingTheSpaceAndTheKnobs) {
   const std::string why = enterTinyDevShm();
   if (!why.empty()) GTEST_SKIP() << "needs a private mount namespace with its own /dev/shm (root): " << why;
@@ -45,10 +47,36 @@ TEST(ShmFull, InitFailsOnEveryRankNamingTheSpaceAndTheKnobs) {
     }
     const std::string error = strata_last_error();
     if (rc != STRATA_ERR_SYSTEM) rep.fail("init returned %s, not STRATA_ERR_SYSTEM: %s", strata_result_string(rc), error.c_str());
-    for (const char* needle : {"/dev/shm has no room for the", " bytes", "STRATA_NCHANNELS", "STRATA_NSLOTS",
-                               "STRATA_SLOT_BYTES"})
+    for (const char* needle : {"/dev/shm has ", "MiB free, and the 2 ranks of this host need", "STRATA_NCHANNELS",
+                               "STRATA_NSLOTS", "STRATA_SLOT_BYTES"})
       if (error.find(needle) == std::string::npos) rep.fail("the error lacks '%s': %s", needle, error.c_str());
   }, {{"STRATA_TIMEOUT", "60"}, {"STRATA_TRANSPORT", "shm"}});
+  expectAllPassed(outcomes);
+}
+
+// By default the ranks of a host whose /dev/shm is too small connect over
+// the next transport (tcp), and their collectives are exact.
+TEST(ShmFull, RanksFallBackToTcpAndComputeRight) {
+  const std::string why = enterTinyDevShm();
+  if (!why.empty()) GTEST_SKIP() << "needs a private mount namespace with its own /dev/shm (root): " << why;
+  auto outcomes = runRanks(3, 120, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm = nullptr;
+    if (!rep.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init on a 64 KiB /dev/shm")) return;
+    for (int p = 0; p < nranks; ++p) {
+      char name[16];
+      if (p != rank && rep.ok(strata_comm_peer_transport(comm, p, name, sizeof(name)), comm, "peer transport") &&
+          std::string(name) == "shm")
+        rep.fail("rank %d is reached over shm on a 64 KiB /dev/shm", p);
+    }
+    std::vector<double> v(100000, rank + 1.0);
+    if (rep.ok(strata_allreduce(v.data(), v.data(), v.size(), STRATA_FLOAT64, STRATA_SUM, comm), comm, "allreduce"))
+      for (double x : v)
+        if (x != 6) {
+          rep.fail("allreduce gave %g, want 6", x);
+          break;
+        }
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "60"}});
   expectAllPassed(outcomes);
 }
 

@@ -39,6 +39,12 @@ class Transport {
   // bootstrap shares it; peers' canConnect decisions read it.
   virtual void describeSelf(topo::HostInfo* /*self*/) {}
   virtual bool canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const = 0;
+  // What connecting `npeers` of this host's ranks would need of the host that
+  // it lacks (the shared-memory segments of all of them against free
+  // /dev/shm): "" when nothing is short, else what is needed and what there
+  // is. Asked before connect(); only nchannels, slotBytes and nslots of
+  // `req` are set then.
+  virtual std::string shortOf(const ConnectRequest& /*req*/, size_t /*npeers*/) const { return ""; }
   // Collective: every rank calls it (with its own peers, possibly none). Fills
   // the entries of `out` for req.peers. The transport outlives its connectors.
   virtual Status connect(const ConnectRequest& req, Connections& out) = 0;

@@ -1,5 +1,7 @@
 #include "shm_transport.h"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -21,7 +23,30 @@ std::string sizing(const ConnectRequest& req, size_t localRanks, size_t fifoByte
   return text;
 }
 
+FifoLayout layoutOf(const ConnectRequest& req) { return FifoLayout{(req.slotBytes + 4095) & ~size_t(4095), req.nslots}; }
+
+size_t fifoBytesOf(const ConnectRequest& req) {
+  return (layoutOf(req).totalBytes() + kCacheLine - 1) & ~(kCacheLine - 1);
+}
+
 }  // namespace
+
+std::string ShmTransport::shortOf(const ConnectRequest& req, size_t npeers) const {
+  // Every local rank makes a segment like this rank's: the host needs them all.
+  const size_t localRanks = npeers + 1;
+  const uint64_t need = uint64_t(fifoBytesOf(req)) * req.nchannels * localRanks * localRanks;
+  struct statvfs vfs;
+  if (statvfs("/dev/shm", &vfs) != 0) return "";  // connect() will say what is wrong
+  const uint64_t free = uint64_t(vfs.f_bavail) * vfs.f_frsize;
+  if (free >= need) return "";
+  char text[512];
+  std::snprintf(text, sizeof(text),
+                "/dev/shm has %.1f MiB free, and the %zu ranks of this host need %.1f MiB of shared-memory segments "
+                "(each %s): free space there (df /dev/shm; containers often get 64 MiB: docker run --shm-size) or "
+                "make the segments smaller with STRATA_NCHANNELS, STRATA_NSLOTS or STRATA_SLOT_BYTES",
+                free / 1048576.0, localRanks, need / 1048576.0, sizing(req, localRanks, fifoBytesOf(req)).c_str());
+  return text;
+}
 
 bool ShmTransport::canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const {
   return topo::sameHost(self, peer);
@@ -30,8 +55,8 @@ bool ShmTransport::canConnect(const topo::HostInfo& self, const topo::HostInfo& 
 Status ShmTransport::connect(const ConnectRequest& req, Connections& out) {
   const auto& hosts = *req.hosts;
   const int me = req.oob->rank();
-  const FifoLayout layout{(req.slotBytes + 4095) & ~size_t(4095), req.nslots};
-  const size_t fifoBytes = (layout.totalBytes() + kCacheLine - 1) & ~(kCacheLine - 1);
+  const FifoLayout layout = layoutOf(req);
+  const size_t fifoBytes = fifoBytesOf(req);
   const double deadline = nowSeconds() + params::timeout();
   const auto ntMinBytes = static_cast<uint64_t>(std::max<int64_t>(0, params::shmNtBytes()));
 

@@ -16,6 +16,7 @@ class ShmTransport final : public Transport {
  public:
   const char* name() const override { return "shm"; }
   bool canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const override;
+  std::string shortOf(const ConnectRequest& req, size_t npeers) const override;
   Status connect(const ConnectRequest& req, Connections& out) override;
 
  private:
