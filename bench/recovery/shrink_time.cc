@@ -24,9 +24,12 @@
 #include <string>
 #include <vector>
 
+#include "local_ranks.h"
 #include "strata/strata.h"
 
 namespace {
+
+using strata::bench::now;
 
 constexpr int kMaxRanks = 64;
 
@@ -38,10 +41,6 @@ struct Board {
   std::atomic<int> verdict[kMaxRanks];  // 1 checked, -1 failed
   char why[kMaxRanks][160];
 };
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 void failed(Board* b, int rank, const char* what, strata_comm_t comm) {
   std::snprintf(b->why[rank], sizeof(b->why[rank]), "%s: %s", what,
@@ -124,30 +123,11 @@ int main(int argc, char** argv) {
   for (int victim : victims) {
     std::vector<double> totals;
     for (int round = 0; round < rounds; ++round) {
-      auto* b = static_cast<Board*>(mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-      std::memset(static_cast<void*>(b), 0, sizeof(Board));
-      strata_unique_id_t id;
-      if (strata_get_unique_id(&id) != STRATA_SUCCESS) {
-        std::fprintf(stderr, "strata_get_unique_id: %s\n", strata_last_error());
+      auto* b = strata::bench::sharedBoard<Board>();
+      if (!strata::bench::runLocalRanks(nranks, 60, [&](int r, const strata_unique_id_t& id) {
+            rankMain(b, r, nranks, victim, count, id);
+          }))
         return 1;
-      }
-      std::vector<pid_t> pids;
-      for (int r = 0; r < nranks; ++r) {
-        pid_t pid = fork();
-        if (pid == 0) {
-          rankMain(b, r, nranks, victim, count, id);
-          _exit(0);
-        }
-        pids.push_back(pid);
-      }
-      const double deadline = now() + 60;
-      for (pid_t pid : pids) {
-        int status;
-        while (waitpid(pid, &status, WNOHANG) == 0) {
-          if (now() > deadline) kill(pid, SIGKILL);
-          usleep(10000);
-        }
-      }
       double detect = 0, shrink = 0, total = 0;
       bool ok = true;
       for (int r = 0; r < nranks; ++r) {

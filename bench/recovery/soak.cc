@@ -22,9 +22,12 @@
 #include <string>
 #include <vector>
 
+#include "local_ranks.h"
 #include "strata/strata.h"
 
 namespace {
+
+using strata::bench::now;
 
 constexpr int kMaxRanks = 16;
 constexpr int kMaxPoints = 64;
@@ -54,10 +57,6 @@ int openFds() {
     closedir(d);
   }
   return n - 1;  // the directory's own
-}
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 void rankMain(Board* b, int rank, int nranks, long iters, long every, const strata_unique_id_t& id) {
@@ -114,23 +113,11 @@ int main(int argc, char** argv) {
                  kMaxPoints);
     return 2;
   }
-  auto* b = static_cast<Board*>(mmap(nullptr, sizeof(Board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  std::memset(static_cast<void*>(b), 0, sizeof(Board));
-  strata_unique_id_t id;
-  if (strata_get_unique_id(&id) != STRATA_SUCCESS) {
-    std::fprintf(stderr, "strata_get_unique_id: %s\n", strata_last_error());
+  auto* b = strata::bench::sharedBoard<Board>();
+  if (!strata::bench::runLocalRanks(nranks, 3600, [&](int r, const strata_unique_id_t& id) {
+        rankMain(b, r, nranks, iters, every, id);
+      }))
     return 1;
-  }
-  std::vector<pid_t> pids;
-  for (int r = 0; r < nranks; ++r) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      rankMain(b, r, nranks, iters, every, id);
-      _exit(0);
-    }
-    pids.push_back(pid);
-  }
-  for (pid_t pid : pids) waitpid(pid, nullptr, 0);
   bool ok = true;
   for (int r = 0; r < nranks; ++r)
     if (b->failed[r]) {

@@ -111,16 +111,6 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return buf;
-}
-
 }  // namespace
 
 Status runCheck(strata_comm* comm, std::string* report, int* findings) {
@@ -187,17 +177,17 @@ Status runCheck(strata_comm* comm, std::string* report, int* findings) {
     for (int p = 0; p < n; ++p) {
       if (p == r) continue;
       const PairResult& m = matrix[r * n + p];
-      if (!m.ok) lines.push_back(format("rank %d -> rank %d over %s: the bytes arrived wrong", p, r, m.transport));
+      if (!m.ok) lines.push_back(formatText("rank %d -> rank %d over %s: the bytes arrived wrong", p, r, m.transport));
       else if (m.gbps * factor < medGbps)
-        lines.push_back(format("rank %d -> rank %d over %s: %.2f GB/s, median pair %.2f GB/s", r, p, m.transport,
+        lines.push_back(formatText("rank %d -> rank %d over %s: %.2f GB/s, median pair %.2f GB/s", r, p, m.transport,
                                m.gbps, medGbps));
       else if (m.microseconds > factor * medMicros && m.microseconds > medMicros + 50 && p < r)
-        lines.push_back(format("rank %d <-> rank %d over %s: %.1f us round trip, median pair %.1f us", p, r,
+        lines.push_back(formatText("rank %d <-> rank %d over %s: %.1f us round trip, median pair %.1f us", p, r,
                                m.transport, m.microseconds, medMicros));
     }
   *findings = static_cast<int>(lines.size());
-  std::string text = format("strata check, %d ranks: %s\n", n, check::describeCommon(all).c_str());
-  text += format("  %d pairs tested in %.2f s: median %.2f GB/s, %.1f us round trip; a pair is named when %.0fx "
+  std::string text = formatText("strata check, %d ranks: %s\n", n, check::describeCommon(all).c_str());
+  text += formatText("  %d pairs tested in %.2f s: median %.2f GB/s, %.1f us round trip; a pair is named when %.0fx "
                  "slower%s\n",
                  n * (n - 1) / 2, nowSeconds() - start, medGbps, medMicros, factor,
                  comm->impl->oversubscribed() ? " (a machine runs more ranks than it has cores)" : "");
@@ -228,13 +218,7 @@ STRATA_API strata_result_t strata_comm_check(strata_comm_t comm, char* report, s
   strata::Status st = strata::api::runCheck(comm, &text, &found);
   if (!st.isOk()) return finish(st, comm);
   if (findings) *findings = found;
-  if (!report) {
-    if (comm->impl->rank() == 0) STRATA_WARN(INIT, "%s", text.c_str());
-  } else {
-    const size_t n = std::min(len - 1, text.size());
-    std::memcpy(report, text.data(), n);
-    report[n] = '\0';
-  }
+  if (report || comm->impl->rank() == 0) strata::api::deliverReport(text, "strata_comm_check", report, len);
   return STRATA_SUCCESS;
 } STRATA_CATCH_ESCAPES
 

@@ -38,6 +38,17 @@ strata_config_t inheritedConfig(const Comm& parent) {
 }
 
 }  // namespace
+
+void deliverReport(const std::string& text, const char* what, char* out, size_t len) {
+  if (!out) {
+    STRATA_WARN(COLL, "%s:\n%s", what, text.c_str());
+    return;
+  }
+  const size_t n = std::min(len - 1, text.size());
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
+}
+
 }  // namespace strata::api
 
 extern "C" {
@@ -156,13 +167,8 @@ STRATA_API strata_result_t strata_comm_dump(strata_comm_t comm, char* report, si
   if (report && len == 0) return finish(STRATA_INVALID_ARG("len is 0 with a report buffer"), comm);
   strata::api::CallGuard guard(comm);
   const std::string text = comm->impl->stallReport(true, strata::nowSeconds() + 2 * strata::api::kAskSeconds);
-  if (!report) {
-    STRATA_WARN(COLL, "stall report, rank %d of %d:\n%s", comm->impl->rank(), comm->impl->size(), text.c_str());
-    return STRATA_SUCCESS;
-  }
-  const size_t n = std::min(len - 1, text.size());
-  std::memcpy(report, text.data(), n);
-  report[n] = '\0';
+  const std::string title = strata::formatText("stall report, rank %d of %d", comm->impl->rank(), comm->impl->size());
+  strata::api::deliverReport(text, title.c_str(), report, len);
   return STRATA_SUCCESS;
 } STRATA_CATCH_ESCAPES
 

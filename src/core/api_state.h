@@ -60,6 +60,10 @@ strata_result_t escaped();
 // one, whose ranks derive it) instead of a random one.
 Status newUniqueId(strata_unique_id_t* id, const security::Secret* secret = nullptr);
 
+// A report for the caller: copied NUL-terminated into out (len bytes, cut
+// short if need be), or, with out NULL, logged with `what` as its title.
+void deliverReport(const std::string& text, const char* what, char* out, size_t len);
+
 // strata_comm_check's work (api_check.cc), which STRATA_CHECK=1 runs at
 // init: the report every rank gets, and how many findings it holds.
 Status runCheck(strata_comm* comm, std::string* report, int* findings);

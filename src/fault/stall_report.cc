@@ -7,19 +7,10 @@
 #include <tuple>
 
 #include "op_desc.h"
+#include "status.h"
 
 namespace strata::fault {
 namespace {
-
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return buf;
-}
 
 std::string plural(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + rankRanges(ranks);
@@ -40,11 +31,11 @@ std::string opName(const OpSnapshot& s, uint64_t seq) {
 std::string whereBehind(const OpSnapshot& s) {
   if (s.issued > s.completed) {
     const OpSnapshot::Op* op = find(s, s.issued);
-    return format("is in %s (issued %.1f s ago), not complete", opName(s, s.issued).c_str(), op ? op->issuedAgo : 0.0f);
+    return formatText("is in %s (issued %.1f s ago), not complete", opName(s, s.issued).c_str(), op ? op->issuedAgo : 0.0f);
   }
   if (s.completed == 0) return "has issued no collective yet";
   const OpSnapshot::Op* op = find(s, s.completed);
-  return format("completed #%llu, issued %.1f s ago, and has issued nothing since (it is in its own code)",
+  return formatText("completed #%llu, issued %.1f s ago, and has issued nothing since (it is in its own code)",
                 static_cast<unsigned long long>(s.completed), op ? op->issuedAgo : 0.0f);
 }
 
@@ -98,12 +89,12 @@ std::string summarizeStall(const std::vector<std::optional<OpSnapshot>>& ranks) 
 
   if (!waiting.empty()) {
     const OpSnapshot& w = *ranks[waiting[0]];
-    out += format("%s wait%s in %s", plural(waiting).c_str(), waiting.size() == 1 ? "s" : "",
+    out += formatText("%s wait%s in %s", plural(waiting).c_str(), waiting.size() == 1 ? "s" : "",
                   opName(w, frontier).c_str());
     if (!culprits.empty()) out += " for " + plural(culprits);
     else out += ", which every rank has issued: a rank is still moving its data, or a link between two is down";
   } else {
-    out += format("%s completed #%llu", plural(caughtUp).c_str(), static_cast<unsigned long long>(frontier));
+    out += formatText("%s completed #%llu", plural(caughtUp).c_str(), static_cast<unsigned long long>(frontier));
   }
   for (const auto& entry : behind) {
     const OpSnapshot& s = *ranks[entry.second[0]];
@@ -123,15 +114,15 @@ std::string describeStall(const std::vector<std::optional<OpSnapshot>>& ranks) {
   std::string out = summarizeStall(ranks) + "\n";
   for (size_t r = 0; r < ranks.size(); ++r) {
     if (!ranks[r]) {
-      out += format("  rank %zu: gone\n", r);
+      out += formatText("  rank %zu: gone\n", r);
       continue;
     }
     const OpSnapshot& s = *ranks[r];
-    out += format("  rank %zu:", r);
+    out += formatText("  rank %zu:", r);
     for (const auto& op : s.recent) {
       if (op.seq == 0) continue;
-      out += format(" #%llu %s", static_cast<unsigned long long>(op.seq), OpDesc::unpack(op.desc).describe().c_str());
-      out += op.done ? std::string(" done") : format(" (pending %.1f s)", op.issuedAgo);
+      out += formatText(" #%llu %s", static_cast<unsigned long long>(op.seq), OpDesc::unpack(op.desc).describe().c_str());
+      out += op.done ? std::string(" done") : formatText(" (pending %.1f s)", op.issuedAgo);
       out += ",";
     }
     if (out.back() == ',') out.pop_back();

@@ -28,16 +28,6 @@ std::string escaped(const std::string& s) {
   return out;
 }
 
-std::string sformat(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string sformat(const char* fmt, ...) {
-  char buf[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return buf;
-}
-
 // The wall clock minus the clock nowSeconds() reads, in microseconds.
 double wallOffsetMicros() {
   timespec wall;
@@ -55,21 +45,21 @@ Status Timeline::open(int rank, int nranks, uint64_t commTag, int nchannels, con
   std::unique_ptr<Timeline> t(new Timeline());
   t->rank_ = rank;
   t->transports_ = transports;
-  t->path_ = sformat("%s.%016" PRIx64 ".rank%d.json", prefix.c_str(), commTag, rank);
+  t->path_ = formatText("%s.%016" PRIx64 ".rank%d.json", prefix.c_str(), commTag, rank);
   t->file_ = std::fopen(t->path_.c_str(), "w");
   if (!t->file_)
     return STRATA_ERROR(STRATA_ERR_SYSTEM, "STRATA_TIMELINE: cannot write %s: %s", t->path_.c_str(),
                         errnoText(errno).c_str());
   std::string head = "[\n";
-  head += sformat(R"({"name":"process_name","ph":"M","pid":%d,"args":{"name":"rank %d of %d"}})",
+  head += formatText(R"({"name":"process_name","ph":"M","pid":%d,"args":{"name":"rank %d of %d"}})",
                                    rank, rank, nranks);
-  head += sformat(R"(,{"name":"process_sort_index","ph":"M","pid":%d,"args":{"sort_index":%d}})",
+  head += formatText(R"(,{"name":"process_sort_index","ph":"M","pid":%d,"args":{"sort_index":%d}})",
                                    rank, rank);
-  head += sformat(R"(,{"name":"strata_clock","ph":"M","pid":%d,"args":{"wall_minus_ts_us":%.0f}})",
+  head += formatText(R"(,{"name":"strata_clock","ph":"M","pid":%d,"args":{"wall_minus_ts_us":%.0f}})",
                                    rank, wallOffsetMicros());
-  head += sformat(R"(,{"name":"thread_name","ph":"M","pid":%d,"tid":0,"args":{"name":"calls"}})", rank);
+  head += formatText(R"(,{"name":"thread_name","ph":"M","pid":%d,"tid":0,"args":{"name":"calls"}})", rank);
   for (int ch = 0; ch < nchannels; ++ch)
-    head += sformat(R"(,{"name":"thread_name","ph":"M","pid":%d,"tid":%d,"args":{"name":"channel %d"}})",
+    head += formatText(R"(,{"name":"thread_name","ph":"M","pid":%d,"tid":%d,"args":{"name":"channel %d"}})",
                                      rank, ch + 1, ch);
   std::fputs(head.c_str(), t->file_);
   t->records_.reserve(kBatch);

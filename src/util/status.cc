@@ -22,6 +22,14 @@ std::string vformat(const char* fmt, va_list ap) {
 
 }  // namespace
 
+std::string formatText(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::string text = vformat(fmt, ap);
+  va_end(ap);
+  return text;
+}
+
 Status makeError(strata_result_t code, const char* file, int line, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -53,6 +53,9 @@ Status makeErrorQuiet(strata_result_t code, const char* fmt, ...) __attribute__(
 // "strerror(errno)" text for messages, thread-safe.
 std::string errnoText(int err);
 
+// printf into a string (at most 1 KiB), for messages and reports.
+std::string formatText(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
 }  // namespace strata
 
 #define STRATA_ERROR(code, ...) ::strata::makeError(code, __FILE__, __LINE__, __VA_ARGS__)

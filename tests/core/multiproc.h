@@ -62,8 +62,9 @@ std::vector<RankOutcome> runChildren(const std::vector<ChildBody>& bodies, doubl
                                      const std::vector<std::pair<std::string, std::string>>& env = {});
 
 // GoogleTest assertions over the outcomes: every rank exited cleanly with no
-// failures, and every named value is equal on all ranks.
-void expectAllPassed(const std::vector<RankOutcome>& outcomes);
+// failures (but `killed`, which must have died of SIGKILL), and every named
+// value is equal on all ranks.
+void expectAllPassed(const std::vector<RankOutcome>& outcomes, int killed = -1);
 void expectValuesAgree(const std::vector<RankOutcome>& outcomes);
 
 // FNV-1a of a buffer, for comparing results across ranks.
