@@ -545,6 +545,43 @@ int runRank(int rank, ncclUniqueId id, const ncclUniqueId* scalableIds) {
   CHECK(subSize == 2 && x == (rank % 2 ? 1 + 3 : 0 + 2), "split: size %d sum %lld", subSize, (long long)x);
   NCCL_OK(ncclCommDestroy(sub), comm);
 
+  /* Surviving a rank: rank 3 revokes a duplicate, every rank's next call on it
+     fails; the others shrink it without rank 3 (which gets NULL), then take
+     rank 3 back through ncclCommGetUniqueId and ncclCommGrow. */
+  ncclComm_t doomed, small = NULL, grown = NULL;
+  NCCL_OK(ncclCommSplit(comm, 0, rank, &doomed, NULL), comm);
+  if (rank == 3) NCCL_OK(ncclCommRevoke(doomed, NCCL_REVOKE_DEFAULT), doomed);
+  x = 1;
+  ncclResult_t revoked = ncclAllReduce(&x, &x, 1, ncclInt64, ncclSum, doomed, NULL);
+  CHECK(revoked == ncclInvalidUsage && strstr(ncclGetLastError(doomed), "revoked"), "after a revoke: %d '%s'",
+        revoked, ncclGetLastError(doomed));
+  int excluded[1] = {3};
+  NCCL_OK(ncclCommShrink(doomed, excluded, 1, &small, NULL, NCCL_SHRINK_DEFAULT), doomed);
+  CHECK((small == NULL) == (rank == 3), "shrink without rank 3: rank %d got %p", rank, (void*)small);
+  ncclUniqueId growId;
+  memset(&growId, 0, sizeof(growId));
+  if (small) {
+    x = rank;
+    NCCL_OK(ncclAllReduce(&x, &x, 1, ncclInt64, ncclSum, small, NULL), small);
+    CHECK(x == 0 + 1 + 2, "shrunk sum %lld", (long long)x);
+    if (rank == 0) {
+      NCCL_OK(ncclCommGetUniqueId(small, &growId), small);
+      NCCL_OK(ncclSend(&growId, sizeof(growId), ncclUint8, 3, comm, NULL), comm);
+    }
+    NCCL_OK(ncclCommGrow(small, 4, rank == 0 ? &growId : NULL, -1, &grown, NULL), small);
+  } else {
+    NCCL_OK(ncclRecv(&growId, sizeof(growId), ncclUint8, 0, comm, NULL), comm);
+    NCCL_OK(ncclCommGrow(NULL, 4, &growId, 3, &grown, NULL), NULL);
+  }
+  int grownRank = -1;
+  NCCL_OK(ncclCommUserRank(grown, &grownRank), grown);
+  x = rank;
+  NCCL_OK(ncclAllReduce(&x, &x, 1, ncclInt64, ncclSum, grown, NULL), grown);
+  CHECK(grownRank == rank && x == 0 + 1 + 2 + 3, "grown: rank %d sum %lld", grownRank, (long long)x);
+  NCCL_OK(ncclCommDestroy(grown), NULL);
+  if (small) NCCL_OK(ncclCommDestroy(small), NULL);
+  NCCL_OK(ncclCommDestroy(doomed), NULL);
+
   /* Errors: NCCL's codes and a message naming the argument. */
   ncclResult_t err = ncclAllReduce(d, e, 1, (ncclDataType_t)42, ncclSum, comm, NULL);
   CHECK(err == ncclInvalidArgument && strstr(ncclGetLastError(comm), "datatype"), "bad datatype: %d", err);

@@ -516,7 +516,8 @@ class Checks:
         """The last rank revokes a dup: every rank's call on it fails with
         REVOKED. Shrinking it without rank 0 renumbers the others (rank 0
         gets None); rank 0 then joins the shrunk communicator again, at its
-        end, through grow_id (handed over on comm)."""
+        end, through grow_id (handed over on comm). The grown communicator's
+        stall report lists every rank, and its check tests every pair."""
         rank, size = comm.rank, comm.size
         doomed = comm.dup()
         if rank == size - 1:
@@ -548,6 +549,10 @@ class Checks:
         grown.allreduce(got)
         self.expect(got, self.reference(strata.SUM, [self.values(r, 64, np.float64)
                                                      for r in range(size)], np.float64), "grown")
+        report = grown.dump()
+        self.ensure(f"rank {size - 1}: #1 allreduce" in report, f"dump: {report}")
+        text, findings = grown.check()
+        self.ensure(f"{size * (size - 1) // 2} pairs tested" in text and findings >= 0, f"check: {text}")
         grown.destroy()
         doomed.destroy()
 

@@ -264,6 +264,22 @@ class Comm:
                                      ctypes.byref(handle)), "strata_comm_shrink")
         return None if handle.value is None else type(self)._adopt(handle.value)
 
+    def dump(self):
+        """A stall report (str): where every rank stands, asked for over the
+        control plane from this rank alone (strata_comm_dump)."""
+        text = ctypes.create_string_buffer(1 << 16)
+        check(lib.strata_comm_dump(self._handle(), text, len(text)), "strata_comm_dump")
+        return text.value.decode(errors="replace")
+
+    def check(self):
+        """Collective diagnostics (strata_comm_check): (report, findings),
+        the same report on every rank."""
+        text = ctypes.create_string_buffer(1 << 16)
+        findings = c_int()
+        check(lib.strata_comm_check(self._handle(), text, len(text), ctypes.byref(findings)),
+              "strata_comm_check")
+        return text.value.decode(errors="replace"), findings.value
+
     def grow_id(self):
         """On rank 0: the id (bytes) through which new processes join this
         communicator with Comm.join_grown."""

@@ -64,6 +64,8 @@ _ARGTYPES = {
     "strata_comm_shrink": [c_ptr, _P(c_int), c_int, c_int, handle_p],
     "strata_comm_grow_id": [c_ptr, _P(UniqueId)],
     "strata_comm_grow": [c_ptr, c_int, _P(UniqueId), c_int, handle_p],
+    "strata_comm_dump": [c_ptr, ctypes.c_char_p, c_size_t],
+    "strata_comm_check": [c_ptr, ctypes.c_char_p, c_size_t, _P(c_int)],
     "strata_comm_rank": [c_ptr, _P(c_int)],
     "strata_comm_size": [c_ptr, _P(c_int)],
     "strata_group_start": [],
