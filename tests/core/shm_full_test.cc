@@ -18,20 +18,24 @@
 #include <vector>
 
 #include "multiproc.h"
+#include "process_tools.h"
 
 namespace strata::test {
 namespace {
 
 // Empty on success, else why not.
-std::string enterTinyDevShm() {
+std::string enterOwnDevShm(const char* size = "64k") {
   if (unshare(CLONE_NEWNS) != 0) return std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno);
   // Private, so that the mount below stays in this namespace.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
     return std::string("mount --make-rprivate /: ") + std::strerror(errno);
-  if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=1777") != 0)
-    return std::string("mount -t tmpfs -o size=64k tmpfs /dev/shm: ") + std::strerror(errno);
+  const std::string options = std::string("size=") + size + ",mode=1777";
+  if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0)
+    return "mount -t tmpfs -o " + options + " tmpfs /dev/shm: " + std::strerror(errno);
   return "";
 }
+
+std::string enterTinyDevShm() { return enterOwnDevShm(); }
 
 // Forced onto shm (STRATA_TRANSPORT=shm), or with STRATA_SHM_FALLBACK=0.
 TEST(ShmFull, InitFailsOnEveryRankNamingTheSpaceAndTheKnobs) {
@@ -78,6 +82,39 @@ TEST(ShmFull, RanksFallBackToTcpAndComputeRight) {
     strata_comm_destroy(comm);
   }, {{"STRATA_TIMEOUT", "60"}});
   expectAllPassed(outcomes);
+}
+
+// Two ranks of one host, each with its own /dev/shm (as containers without
+// a shared IPC mount): both fail at once, saying so, instead of waiting
+// STRATA_TIMEOUT for a segment that appeared in the other /dev/shm.
+TEST(ShmFull, SeparateDevShmIsNamedAtOnce) {
+  auto outcomes = runRanks(2, 120, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    // Each its own (the test process may be in a tiny one by now).
+    const std::string why = enterOwnDevShm("64m");
+    if (!why.empty()) {
+      rep.skip("needs a private mount namespace with its own /dev/shm (root): %s", why.c_str());
+      return;
+    }
+    const double start = now();
+    strata_comm_t comm = nullptr;
+    const strata_result_t rc = strata_comm_init_rank(&comm, nranks, id, rank);
+    const std::string error = strata_last_error();
+    if (rc == STRATA_SUCCESS) {
+      rep.fail("init succeeded across two /dev/shm");
+      strata_comm_destroy(comm);
+      return;
+    }
+    if (now() - start > 10) rep.fail("init took %.1f s to fail", now() - start);
+    // The first rank to see it says so and leaves; the other may see it gone.
+    if (error.find("another /dev/shm") == std::string::npos && error.find("is gone") == std::string::npos)
+      rep.fail("the error does not explain: %s", error.c_str());
+    rep.value("explained", error.find("another /dev/shm") != std::string::npos);
+  }, {{"STRATA_TIMEOUT", "60"}});
+  if (!outcomes[0].skips.empty()) GTEST_SKIP() << outcomes[0].skips[0];
+  expectAllPassed(outcomes);
+  int explained = 0;
+  for (const auto& o : outcomes) explained += o.values.count("explained") ? o.values.at("explained") : 0;
+  EXPECT_GE(explained, 1) << "no rank said that the other's /dev/shm is another";
 }
 
 }  // namespace

@@ -47,6 +47,39 @@ Status checkOwner(const std::string& name, const struct stat& st) {
                       static_cast<unsigned>(me));
 }
 
+// How often a rank waiting for a peer's segment looks at the peer's side.
+constexpr double kLookInterval = 0.1;
+
+uint64_t ownPidNamespace() {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+// A peer's segment that has not appeared where this rank looks: when the
+// peer is in this pid namespace, its own view of /dev/shm (through
+// /proc/<pid>/root) tells a peer that is gone, or one whose /dev/shm is
+// another (a container with its own, another mount namespace) and that
+// made its segment there, from one that is merely late.
+Status whyMissing(const std::string& name) {
+  int pid = 0;
+  uint64_t pidNamespace = 0;
+  if (!parseSegmentName(name.c_str() + 1, &pid, &pidNamespace) || pidNamespace != ownPidNamespace()) return Status::ok();
+  const std::string root = "/proc/" + std::to_string(pid) + "/root";
+  struct stat theirs, mine;
+  if (stat(root.c_str(), &theirs) != 0 && errno == ENOENT)
+    return STRATA_ERROR(STRATA_ERR_REMOTE, "the process (pid %d) that was to make shared-memory segment %s is gone",
+                        pid, name.c_str());
+  if (stat((root + "/dev/shm" + name).c_str(), &theirs) != 0) return Status::ok();  // late, or not ours to look at
+  if (stat("/dev/shm", &mine) == 0 && stat((root + "/dev/shm").c_str(), &theirs) == 0 &&
+      (mine.st_dev != theirs.st_dev || mine.st_ino != theirs.st_ino))
+    return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
+                        "pid %d made shared-memory segment %s in another /dev/shm than this rank's (they share a "
+                        "host but not its /dev/shm: containers need one, e.g. docker run --ipc=host or "
+                        "--ipc=container:<first>); give them one, or STRATA_TRANSPORT=tcp",
+                        pid, name.c_str());
+  return Status::ok();
+}
+
 }  // namespace
 
 Segment::~Segment() {
@@ -93,6 +126,7 @@ Status Segment::create(const std::string& name, size_t bytes, const std::string&
 }
 
 Status Segment::open(const std::string& name, size_t bytes, double deadline) {
+  double nextLook = nowSeconds() + kLookInterval;
   for (;;) {
     int fd = shm_open(name.c_str(), O_RDWR, 0600);
     struct stat st;
@@ -111,6 +145,10 @@ Status Segment::open(const std::string& name, size_t bytes, double deadline) {
     if (nowSeconds() > deadline)
       return STRATA_ERROR(STRATA_ERR_TIMEOUT, "shared-memory segment %s of a peer did not appear",
                           name.c_str());
+    if (nowSeconds() >= nextLook) {
+      STRATA_CHECK(whyMissing(name));
+      nextLook = nowSeconds() + kLookInterval;
+    }
     std::this_thread::yield();
   }
 }
