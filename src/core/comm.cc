@@ -7,10 +7,10 @@
 #include "clock.h"
 #include "cuda_seam.h"
 #include "describe.h"
-#include "log.h"
-#include "op_desc.h"
 #include "dump_signal.h"
 #include "fingerprint.h"
+#include "log.h"
+#include "op_desc.h"
 #include "params.h"
 #include "stall_report.h"
 #include "transport_factories.h"
@@ -203,7 +203,6 @@ Status Comm::avoidShortTransports(const topo::HostInfo& self) {
     uint32_t shortMask;  // bit t: transport t is short here
     char why[512];
   } mine{};
-  static_assert(sizeof(uint32_t) * 8 >= 16, "a vote's mask covers every transport");
   const ConnectRequest sizing{nullptr, nullptr, {}, 0, {}, shape_.nchannels, shape_.slotBytes, config_.nslots};
   for (size_t t = 0; t < transports_.size() && t < 32; ++t) {
     const size_t npeers = std::count(peerTransport_.begin(), peerTransport_.end(), static_cast<int>(t));
