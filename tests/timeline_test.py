@@ -2,8 +2,9 @@
 """STRATA_TIMELINE on a real 4-rank job (strata-perf): every rank writes a
 valid trace-event JSON file holding every collective it issued (sequence
 numbers 1..N, none missing, the same N on every rank), each with its span on
-a channel track, and scripts/timeline-merge joins them into one valid trace
-with the four ranks as processes and every call of every rank in it."""
+a channel track and its steps (peers and bytes), and scripts/timeline-merge
+joins them into one valid trace with the four ranks as processes and every
+call of every rank in it."""
 import glob
 import json
 import os
@@ -33,6 +34,15 @@ with tempfile.TemporaryDirectory() as tmp:
         spans = {int(e["name"][1:]) for e in events if e.get("cat") == "channel" and e["name"] != "p2p"}
         if spans != set(seqs):
             sys.exit(f"{path}: channel spans for {len(spans)} operations, calls {len(seqs)}")
+        steps = [e for e in events if e.get("cat") == "step"]
+        if {e["args"]["seq"] for e in steps} != set(seqs):
+            sys.exit(f"{path}: steps for {len({e['args']['seq'] for e in steps})} operations, calls {len(seqs)}")
+        for e in steps:
+            a = e["args"]
+            peers = [a[k] for k in ("from", "to") if k in a]  # none: reduceAll reads every peer's slot
+            if (not peers and e["name"] != "reduceAll") or any(p not in range(4) for p in peers) or \
+                    a["bytes"] <= 0 or e["dur"] < 0:
+                sys.exit(f"{path}: a step event does not hold together: {e}")
         for e in calls:
             a = e["args"]
             if e["dur"] < 0 or not a["ok"] or not a["algorithm"] or a["channels"] < 1 or a["transports"] != "shm":

@@ -177,11 +177,23 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
     peerTransport_[p] = t;
   }
   STRATA_CHECK(avoidShortTransports(self));
+  int otherPidNamespace = -1;
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
     peersOf[peerTransport_[p]].push_back(p);
     STRATA_TRACE(INIT, "rank %d -> rank %d over %s", rank_, p, transports_[peerTransport_[p]]->name());
+    if (std::string(transports_[peerTransport_[p]]->name()) == "shm" && hosts[p].pidNamespace != self.pidNamespace &&
+        otherPidNamespace < 0)
+      otherPidNamespace = p;
   }
+  // A pidfd reaches no process of another pid namespace: over shared memory,
+  // such a peer's death is seen only at the deadline.
+  if (otherPidNamespace >= 0)
+    STRATA_WARN(INIT, "rank %d shares this host and /dev/shm with rank %d (pid %d) but not its pid namespace (separate "
+                "containers?): should it die, this rank learns it only after STRATA_TIMEOUT (%.0f s). Share the pid "
+                "namespace (docker run --pid=host or --pid=container:<first>) or set STRATA_TRANSPORT=tcp to see "
+                "deaths at once",
+                rank_, otherPidNamespace, hosts[otherPidNamespace].pid, config_.timeoutSeconds);
   connections_.send.resize(shape_.nchannels);
   connections_.recv.resize(shape_.nchannels);
   for (int ch = 0; ch < shape_.nchannels; ++ch) {
@@ -411,9 +423,9 @@ Status Comm::run(const CollCall& call, Request* request) {
   STRATA_CHECK(prepare(call, &planned, &ctx));
   request->seq = ctx.tag.seq;
   Status outcome;
-  const double started = timeline_ ? nowSeconds() : 0;
-  if (planned->choice.nchannels == 1 && channels_[0].runNow((*planned->plans)[0], ctx, *this, spins_, &outcome)) {
-    if (timeline_) timeline_->channelSpan(0, ctx.tag.seq, started, nowSeconds());
+  // With STRATA_TIMELINE every operation is queued, where its steps are seen.
+  if (!timeline_ && planned->choice.nchannels == 1 &&
+      channels_[0].runNow((*planned->plans)[0], ctx, *this, spins_, &outcome)) {
     noteDone(ctx.tag.seq, outcome);
     request->finishedAlone(outcome);
     return Status::ok();

@@ -1,5 +1,7 @@
 #include "shrink.h"
 
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -116,6 +118,7 @@ class Coordinator {
     for (int r = 0; r < n_; ++r)
       if (state_[r] == kWaiting)
         STRATA_WARN(INIT, "shrink: rank %d is alive but did not call shrink in time: left out", r);
+    dropClosedProposers();
 
     std::vector<uint8_t> decision(sizeof(DecisionHead));
     DecisionHead head;
@@ -163,6 +166,25 @@ class Coordinator {
 
  private:
   enum State { kWaiting, kProposed, kGone, kExcluded };
+
+  // A proposer that died while the others were awaited has closed its
+  // connection: it is left out now, rather than named a survivor whose
+  // absence would fail the new communicator's init.
+  void dropClosedProposers() {
+    for (auto it = fds_.begin(); it != fds_.end();) {
+      pollfd p{it->second, POLLIN, 0};
+      char byte;
+      const bool closed = poll(&p, 1, 0) > 0 && recv(it->second, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
+      if (!closed) {
+        ++it;
+        continue;
+      }
+      STRATA_INFO(INIT, "shrink: rank %d proposed, then went away: left out", it->first);
+      state_[it->first] = kGone;
+      close(it->second);
+      it = fds_.erase(it);
+    }
+  }
 
   void take(const Incoming& in) {
     std::vector<uint8_t> body;

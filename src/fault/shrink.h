@@ -13,11 +13,13 @@
 // proposer with the survivors and the id, less its secret, which each
 // survivor derives from the parent's (ControlPlane::derive).
 //
-// A further failure while it runs: a proposer that dies is found by the
-// coordinator's probes; a coordinator that dies closes its proposers'
-// connections, and they propose to the next rank up, which takes over.
-// A survivor that dies after the decision leaves the new communicator's
-// bootstrap to time out; shrinking the parent again then leaves it out.
+// A further failure while it runs: a rank that dies before it proposes is
+// found by the coordinator's probes, one that dies after it proposed by its
+// closed connection when the coordinator decides; a coordinator that dies
+// closes its proposers' connections, and they propose to the next rank up,
+// which takes over. A survivor that dies after the decision leaves the new
+// communicator's bootstrap to time out; shrinking the parent again then
+// leaves it out.
 #pragma once
 
 #include <functional>

@@ -122,6 +122,17 @@ void Channel::retireHead() {
   if (request) request->channelDone();
 }
 
+void Channel::noteSteps(ChannelOp& op, size_t from) {
+  const double now = nowSeconds();
+  const uint64_t seq = op.ctx.messages ? 0 : op.ctx.tag.seq;
+  for (size_t k = from; k < op.cursor && k < op.plan->steps.size(); ++k) {
+    const Step& step = op.plan->steps[k];
+    timeline->step(index, seq, primName(step.prim), step.recvPeer, step.sendPeer, step.count * op.ctx.elemSize,
+                   op.stepStarted, now);
+    op.stepStarted = now;
+  }
+}
+
 bool Channel::runAhead(FailureSink& comm) {
   const uint64_t head = head_.load(std::memory_order_relaxed);
   const uint64_t tail = tail_.load(std::memory_order_acquire);
@@ -198,10 +209,12 @@ bool Channel::drive(FailureSink& comm, SleepSet* sleep) {
       continue;
     }
     Status error;
-    if (timeline && op.started == 0) op.started = nowSeconds();
+    if (timeline && op.started == 0) op.started = op.stepStarted = nowSeconds();
+    const size_t from = op.cursor;
     const ChannelLinks& opLinks = linksOf(op.ctx);
     Advance a = op.ctx.stream ? advanceOnDevice(op, &error)
                               : executor_.advance(*op.plan, &op.cursor, op.ctx, links, &error);
+    if (timeline && op.cursor > from) noteSteps(op, from);
     // Every step ran, but bytes wait to leave: not done until they have.
     if (a == Advance::Done && !opLinks.flushed()) a = Advance::Blocked;
     if (a == Advance::Blocked) {

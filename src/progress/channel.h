@@ -62,7 +62,8 @@ struct ChannelOp {
   gpu::Flag* deviceStart;
   gpu::Flag* deviceDone;
   bool deviceStarted;
-  double started;  // its first step here (STRATA_TIMELINE only)
+  double started;      // its first step here (STRATA_TIMELINE only)
+  double stepStarted;  // when its current step became current (STRATA_TIMELINE only)
 };
 
 class Channel {
@@ -115,6 +116,8 @@ class Channel {
  private:
   void failAll(const Status& why);
   void retireHead();
+  // STRATA_TIMELINE: the steps of `op` from `from` to its cursor have just ended.
+  void noteSteps(ChannelOp& op, size_t from);
   bool runAhead(FailureSink& comm);
   void noteBlocked(FailureSink& comm, const ChannelPlan& plan, size_t cursor, const OpContext& ctx);
   const ChannelLinks& linksOf(const OpContext& ctx) const { return ctx.stream ? deviceLinks : links; }

@@ -77,7 +77,7 @@ Timeline::~Timeline() {
 
 void Timeline::issued(uint64_t seq, uint64_t desc, const char* algo, int nchannels) {
   // Only the communicator's calling thread issues and completes calls.
-  pending_[seq % kPending] = Record{seq, desc, algo, nchannels, true, nowSeconds(), 0};
+  pending_[seq % kPending] = Record{Kind::Call, true, nchannels, seq, desc, algo, -1, -1, nowSeconds(), 0};
 }
 
 void Timeline::completed(uint64_t seq, bool ok) {
@@ -90,7 +90,12 @@ void Timeline::completed(uint64_t seq, bool ok) {
 }
 
 void Timeline::channelSpan(int ch, uint64_t seq, double start, double end) {
-  push(Record{seq, 0, nullptr, ch, true, start, end});
+  push(Record{Kind::Span, true, ch, seq, 0, nullptr, -1, -1, start, end});
+}
+
+void Timeline::step(int ch, uint64_t seq, const char* prim, int recvPeer, int sendPeer, uint64_t bytes, double start,
+                    double end) {
+  push(Record{Kind::Step, true, ch, seq, bytes, prim, recvPeer, sendPeer, start, end});
 }
 
 void Timeline::push(const Record& r) {
@@ -129,36 +134,48 @@ void appendMicros(std::string* out, double seconds) {
 
 void Timeline::format(const Record& r, std::string* out) {
   out->append(",\n{\"name\":\"");
-  if (!r.algo) {
+  if (r.kind == Kind::Span) {
     if (r.seq) {
       out->push_back('#');
       appendInt(out, r.seq);
     } else {
       out->append("p2p");
     }
-    out->append("\",\"cat\":\"channel\",\"ph\":\"X\",\"pid\":");
-    appendInt(out, rank_);
-    out->append(",\"tid\":");
-    appendInt(out, r.nchannels + 1);
+    out->append("\",\"cat\":\"channel\"");
+  } else if (r.kind == Kind::Step) {
+    out->append(r.name);
+    out->append("\",\"cat\":\"step\"");
   } else {
     auto it = described_.find(r.desc);
     if (it == described_.end()) {
-      const OpDesc d = OpDesc::unpack(r.desc);
-      const std::string what = escaped(d.describe());
+      const std::string what = escaped(OpDesc::unpack(r.desc).describe());
       it = described_.emplace(r.desc, what.substr(0, what.find('('))).first;
     }
     out->append(it->second);
     out->append(" #");
     appendInt(out, r.seq);
-    out->append("\",\"cat\":\"call\",\"ph\":\"X\",\"pid\":");
-    appendInt(out, rank_);
-    out->append(",\"tid\":0");
+    out->append("\",\"cat\":\"call\"");
   }
+  out->append(",\"ph\":\"X\",\"pid\":");
+  appendInt(out, rank_);
+  out->append(",\"tid\":");
+  appendInt(out, r.kind == Kind::Call ? 0 : r.nchannels + 1);
   out->append(",\"ts\":");
   appendMicros(out, r.start);
   out->append(",\"dur\":");
   appendMicros(out, r.end - r.start);
-  if (r.algo) {
+  if (r.kind == Kind::Step) {
+    out->append(",\"args\":{\"seq\":");
+    appendInt(out, r.seq);
+    for (auto [key, peer] : {std::pair<const char*, int>{",\"from\":", r.recvPeer}, {",\"to\":", r.sendPeer}})
+      if (peer >= 0) {
+        out->append(key);
+        appendInt(out, static_cast<uint64_t>(peer));
+      }
+    out->append(",\"bytes\":");
+    appendInt(out, r.desc);
+    out->push_back('}');
+  } else if (r.kind == Kind::Call) {
     const OpDesc d = OpDesc::unpack(r.desc);
     out->append(",\"args\":{\"call\":\"");
     out->append(escaped(d.describe()));
@@ -167,7 +184,7 @@ void Timeline::format(const Record& r, std::string* out) {
     out->append(",\"bytes\":");
     appendInt(out, d.count * strata_datatype_size(d.datatype));
     out->append(",\"algorithm\":\"");
-    out->append(r.algo);
+    out->append(r.name);
     out->append("\",\"channels\":");
     appendInt(out, static_cast<uint64_t>(r.nchannels));
     out->append(",\"transports\":\"");

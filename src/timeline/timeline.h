@@ -11,7 +11,9 @@
 //    moment its caller saw it complete, with its count, datatype, op, bytes,
 //    algorithm, channels and the transports to its peers;
 //  - on a track per channel, that channel's part of each operation, from
-//    its first step to its last (a send or receive group is a "p2p" span).
+//    its first step to its last (a send or receive group is a "p2p" span),
+//    and each of its steps (receive, reduce, send...) with its peers and
+//    bytes.
 // Off, it costs a branch per call; on, two clock reads and two appends per
 // call and per channel; the JSON is formatted (integers only, no printf) and
 // written every kBatch events and at the end (bench/README.md has the cost).
@@ -45,6 +47,10 @@ class Timeline {
   void completed(uint64_t seq, bool ok);
   // Channel `ch`'s part of operation `seq` (0 for a send/receive group).
   void channelSpan(int ch, uint64_t seq, double start, double end);
+  // One step of it: `prim` (primName) from rank `recvPeer` and/or to rank
+  // `sendPeer` (-1: none), `bytes` long, from when the step before it ended.
+  void step(int ch, uint64_t seq, const char* prim, int recvPeer, int sendPeer, uint64_t bytes, double start,
+            double end);
 
   const std::string& path() const { return path_; }
 
@@ -52,12 +58,15 @@ class Timeline {
   // An event as the hot path leaves it: plain values, formatted as JSON in
   // batches (a thread of its own to format them took a core from spinning
   // ranks on a small machine, which cost more than formatting inline).
+  enum class Kind : uint8_t { Call, Span, Step };
   struct Record {
-    uint64_t seq;
-    uint64_t desc;
-    const char* algo;  // null: a channel span
-    int32_t nchannels;  // a call's; a span's channel
+    Kind kind;
     bool ok;
+    int32_t nchannels;  // a call's; a span's or step's channel
+    uint64_t seq;
+    uint64_t desc;      // a call's OpDesc; a step's bytes
+    const char* name;   // a call's algorithm; a step's primitive
+    int32_t recvPeer, sendPeer;
     double start, end;
   };
   static constexpr size_t kBatch = 1 << 16;

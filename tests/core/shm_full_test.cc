@@ -1,18 +1,24 @@
-// A job on a host whose /dev/shm is too small for its segments (a container's
-// default, or a full tmpfs): every rank's strata_comm_init_rank fails with an
-// error naming /dev/shm, the bytes needed and the parameters that shrink
-// them; none crashes, and none gets as far as a collective whose first touch
-// of an unbacked page would be a SIGBUS.
+// Ranks of one host whose environment gets in shared memory's way, as
+// containers do. A /dev/shm too small for the segments (a container's
+// default, or a full tmpfs): forced onto shm, every rank's init fails naming
+// /dev/shm, the bytes needed and free and the parameters that shrink them,
+// before any segment is made (so no SIGBUS at a first touch); by default the
+// ranks fall back to tcp. Two ranks each with its own /dev/shm are told so at
+// once; two in different pid namespaces are told that a death would be seen
+// only at the deadline.
 //
-// The test process enters a mount namespace of its own and mounts a 64 KiB
+// The test process enters a mount namespace of its own and mounts a small
 // tmpfs on /dev/shm there (root only); its ranks, forked from it, share that
 // /dev/shm as ranks of one host share the real one. It exits 77 (skipped, for
 // meson) where it cannot do that.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -115,6 +121,56 @@ TEST(ShmFull, SeparateDevShmIsNamedAtOnce) {
   int explained = 0;
   for (const auto& o : outcomes) explained += o.values.count("explained") ? o.values.at("explained") : 0;
   EXPECT_GE(explained, 1) << "no rank said that the other's /dev/shm is another";
+}
+
+// Two ranks of one host in different pid namespaces (rank 1 runs as pid 1
+// of its own): shared memory still works, and init says that a peer's death
+// would be seen only at the deadline (no pidfd reaches across), and what to
+// do about it.
+TEST(ShmFull, SeparatePidNamespaceIsExplained) {
+  // One /dev/shm for both ranks, with room (the earlier tests left a tiny one).
+  const std::string why = enterOwnDevShm("64m");
+  if (!why.empty()) GTEST_SKIP() << "needs a private mount namespace with its own /dev/shm (root): " << why;
+  char dir[] = "/tmp/strata-pidns-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string pattern = std::string(dir) + "/log-%p";
+  std::atomic<int>* rank0Pid = sharedPage<std::atomic<int>>();
+  auto outcomes = runRanks(2, 120, [&](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    auto body = [&] {
+      strata_comm_t comm = nullptr;
+      if (!rep.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+      double v = rank + 1.0;
+      if (rep.ok(strata_allreduce(&v, &v, 1, STRATA_FLOAT64, STRATA_SUM, comm), comm, "allreduce") && v != 3)
+        rep.fail("allreduce gave %g", v);
+      char name[16] = "";
+      strata_comm_peer_transport(comm, 1 - rank, name, sizeof(name));
+      if (std::string(name) != "shm") rep.fail("the peer is reached over %s, not shm", name);
+      strata_comm_destroy(comm);
+    };
+    if (rank == 0) {
+      *rank0Pid = getpid();
+      body();
+      return;
+    }
+    if (unshare(CLONE_NEWPID) != 0) {
+      rep.skip("unshare(CLONE_NEWPID): %s", std::strerror(errno));
+      return;
+    }
+    const pid_t child = fork();  // the first process of the new namespace
+    if (child == 0) {
+      body();
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rep.fail("rank 1 (pid 1 of its namespace) did not exit cleanly");
+  }, {{"STRATA_TIMEOUT", "60"}, {"STRATA_TRANSPORT", "shm"}, {"STRATA_DEBUG_FILE", pattern}});
+  if (!outcomes[1].skips.empty()) GTEST_SKIP() << outcomes[1].skips[0];
+  expectAllPassed(outcomes);
+  const std::string log = readFile(std::string(dir) + "/log-" + std::to_string(rank0Pid->load()));
+  EXPECT_NE(log.find("shares this host and /dev/shm with rank 1"), std::string::npos) << log;
+  EXPECT_NE(log.find("but not its pid namespace"), std::string::npos) << log;
+  std::system(("rm -rf " + std::string(dir)).c_str());
 }
 
 }  // namespace

@@ -113,14 +113,21 @@ TEST(Revoke, PendingOperationsFailOnEveryRankThenShrinkKeepsAll) {
   expectAllPassed(outcomes);
 }
 
-// A rank SIGKILLed in the middle of large allreduces: the survivors see an
-// error, shrink (revoking first, as a training loop would), and hold a
-// working communicator of the rest within STRATA_TIMEOUT + 1 s of the kill.
-// Killing rank 0 takes the bootstrap root and the first coordinator with it.
-class KilledMidAllreduce : public ::testing::TestWithParam<int> {};
+// A rank SIGKILLed in the middle of large allreduces, or right after init
+// before any collective: the survivors see an error, shrink (revoking first,
+// as a training loop would), and hold a working communicator of the rest
+// within STRATA_TIMEOUT + 1 s of the kill. Killing rank 0 takes the
+// bootstrap root and the first coordinator with it.
+struct Kill {
+  int victim;
+  double after;  // seconds after init
+};
+
+class KilledMidAllreduce : public ::testing::TestWithParam<Kill> {};
 
 TEST_P(KilledMidAllreduce, SurvivorsShrinkAndGoOn) {
-  const int victim = GetParam(), nranks = 4;
+  const int victim = GetParam().victim, nranks = 4;
+  const double after = GetParam().after;
   Shared* shared = sharedPage<Shared>();
   auto outcomes = runRanks(nranks, 90, [&](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
     std::vector<float> buf(4 << 20, 1.0f);
@@ -129,7 +136,7 @@ TEST_P(KilledMidAllreduce, SurvivorsShrinkAndGoOn) {
     const double start = now();
     strata_result_t rc = STRATA_SUCCESS;
     for (int i = 0; i < 1000 && rc == STRATA_SUCCESS; ++i) {
-      if (rank == victim && now() - start > 0.3) {
+      if (rank == victim && now() - start >= after) {
         shared->killedAt = now();
         raise(SIGKILL);
       }
@@ -141,8 +148,8 @@ TEST_P(KilledMidAllreduce, SurvivorsShrinkAndGoOn) {
     }
     strata_comm_t shrunk = nullptr;
     if (!rep.ok(strata_comm_shrink(comm, nullptr, 0, STRATA_SHRINK_ABORT, &shrunk), comm, "shrink")) return;
-    const double after = now() - shared->killedAt.load();
-    if (after > kTimeout + 1) rep.fail("the shrunk communicator came %.2f s after the kill", after);
+    const double took = now() - shared->killedAt.load();
+    if (took > kTimeout + 1) rep.fail("the shrunk communicator came %.2f s after the kill", took);
     checkMembers(shrunk, without(n, {victim}), rank, rep);
     strata_comm_destroy(shrunk);
     strata_comm_destroy(comm);
@@ -151,8 +158,68 @@ TEST_P(KilledMidAllreduce, SurvivorsShrinkAndGoOn) {
   munmap(shared, 4096);
 }
 
-INSTANTIATE_TEST_SUITE_P(Victims, KilledMidAllreduce, ::testing::Values(2, 0),
-                         [](const auto& info) { return "rank" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Victims, KilledMidAllreduce, ::testing::Values(Kill{2, 0.3}, Kill{0, 0.3}, Kill{3, 0}),
+                         [](const auto& info) {
+                           return "rank" + std::to_string(info.param.victim) +
+                                  (info.param.after > 0 ? "_midAllreduce" : "_rightAfterInit");
+                         });
+
+// A rank SIGKILLed before it joins: there is no communicator to shrink yet.
+// Rank 0's init names the missing rank, every other rank's init fails
+// within the bootstrap deadline, and the survivors then make a communicator
+// of three from another id and compute right on it.
+TEST(Shrink, RankKilledAtInitLeavesAClearErrorAndTheRestStartAgain) {
+  strata_unique_id_t again;
+  ASSERT_EQ(strata_get_unique_id(&again), STRATA_SUCCESS) << strata_last_error();
+  auto outcomes = runRanks(4, 60, [&](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+    if (rank == 2) raise(SIGKILL);
+    const double start = now();
+    strata_comm_t comm = nullptr;
+    if (strata_comm_init_rank(&comm, n, id, rank) == STRATA_SUCCESS) {
+      rep.fail("init succeeded without rank 2");
+      strata_comm_destroy(comm);
+      return;
+    }
+    if (now() - start > 2 * kTimeout + 1) rep.fail("init took %.1f s to fail", now() - start);
+    if (rank == 0 && !mentions(strata_last_error(), "missing ranks: 2"))
+      rep.fail("rank 0's error does not name rank 2: %s", strata_last_error());
+    const int newRank = rank < 2 ? rank : rank - 1;
+    if (!rep.ok(strata_comm_init_rank(&comm, 3, again, newRank), nullptr, "init without rank 2")) return;
+    checkMembers(comm, {0, 1, 3}, rank, rep);
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "4"}});
+  expectAllPassed(outcomes, 2);
+}
+
+// A proposer dies while the coordinator waits for a slower rank: rank 2
+// proposes at once and is SIGKILLed 0.5 s later, while rank 3 calls shrink
+// only after 1.5 s. The coordinator sees rank 2's connection closed when it
+// decides, and the survivors are 0, 1 and 3, at the first try.
+TEST(Shrink, ProposerKilledWhileTheCoordinatorWaits) {
+  Shared* shared = sharedPage<Shared>();
+  auto outcomes = runRanks(4, 60, [&](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+    shared->pids[rank] = static_cast<int>(getpid());
+    strata_comm_t comm;
+    if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
+    std::thread killer;
+    if (rank == 1)
+      killer = std::thread([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        kill(shared->pids[2].load(), SIGKILL);
+      });
+    if (rank == 3) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    strata_comm_t shrunk = nullptr;
+    const bool ok = rep.ok(strata_comm_shrink(comm, nullptr, 0, STRATA_SHRINK_DEFAULT, &shrunk), comm, "shrink");
+    if (killer.joinable()) killer.join();
+    if (rank == 2) rep.fail("rank 2 survived its kill");
+    if (!ok) return;
+    checkMembers(shrunk, {0, 1, 3}, rank, rep);
+    strata_comm_destroy(shrunk);
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "6"}});
+  expectAllPassed(outcomes, 2);
+  munmap(shared, 4096);
+}
 
 // A failure during the agreement itself: rank 0, the coordinator, is killed
 // while it waits for rank 3, which is slow to call shrink. Ranks 1-3 agree

@@ -188,10 +188,24 @@ const std::vector<std::pair<std::string, std::string>> kFaultEnv = {
     {"STRATA_TIMEOUT", "20"}, {"STRATA_BOOTSTRAP_TIMEOUT", "60"}, {"STRATA_IB_TIMEOUT", "14"},
     {"STRATA_IB_RETRY_CNT", "3"}};
 
+// After a rank died: the survivors' strata_comm_shrink, then an allreduce
+// on the shrunk communicator against the sum of their ranks.
+void shrinkAndCheck(strata_comm_t comm, int rank, int nranks, int dead, Reporter& rep) {
+  strata_comm_t shrunk;
+  if (!rep.ok(strata_comm_shrink(comm, nullptr, 0, STRATA_SHRINK_ABORT, &shrunk), comm, "shrink")) return;
+  int size = 0;
+  strata_comm_size(shrunk, &size);
+  int64_t v = rank + 1, sum = 0;
+  if (rep.ok(strata_allreduce(&v, &sum, 1, STRATA_INT64, STRATA_SUM, shrunk), shrunk, "allreduce after shrink") &&
+      (size != nranks - 1 || sum != int64_t(nranks) * (nranks + 1) / 2 - (dead + 1)))
+    rep.fail("shrunk to %d ranks with sum %lld, without rank %d", size, static_cast<long long>(sum), dead);
+  strata_comm_destroy(shrunk);
+}
+
 // Every rank allreduces until a call fails; 2 s in, rank 1 causes `fault`
-// from another thread.
-RankOutcome allreduceThroughFault(void (*fault)()) {
-  return runHere(200, [fault](Reporter& rep) {
+// from another thread. With `shrinkAfter` (rank 1 died), the others shrink.
+RankOutcome allreduceThroughFault(void (*fault)(), bool shrinkAfter = false) {
+  return runHere(200, [fault, shrinkAfter](Reporter& rep) {
     int rank = 0, nranks = 0;
     strata_comm_t comm = initIb(rep, &rank, &nranks);
     if (!comm) return;
@@ -202,12 +216,13 @@ RankOutcome allreduceThroughFault(void (*fault)()) {
       }).detach();
     }
     allreduceUntilError(comm, rep, kFaultTimeout + 10);
+    if (shrinkAfter) shrinkAndCheck(comm, rank, nranks, 1, rep);
     strata_comm_destroy(comm);
   }, kFaultEnv);
 }
 
-TEST(IbFaults, RankKilledMidAllreduce) {
-  const RankOutcome o = allreduceThroughFault([] { raise(SIGKILL); });
+TEST(IbFaults, RankKilledMidAllreduceThenShrink) {
+  const RankOutcome o = allreduceThroughFault([] { raise(SIGKILL); }, /*shrinkAfter=*/true);
   if (myRank() == 1) {
     EXPECT_EQ(o.exitText, "killed by signal 9");
   } else {
