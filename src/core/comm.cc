@@ -22,6 +22,9 @@ namespace {
 // How long a stall report may spend asking the ranks: a dead host or link
 // answers nothing, and the report holds its timeout's error up meanwhile.
 constexpr double kStallReportSeconds = 0.5;
+// Every rank that times out asks every other: past this many ranks that is
+// a storm of connections, and a timeout's report is left to strata_comm_dump.
+constexpr int kStallReportMaxRanks = 512;
 
 }  // namespace
 
@@ -240,10 +243,13 @@ Status Comm::avoidShortTransports(const topo::HostInfo& self) {
     if (voter < 0) continue;
     votes[voter].why[sizeof(votes[voter].why) - 1] = '\0';
     const char* name = transports_[t]->name();
-    if (!config_.transport.empty() || params::shmFallback() == 0)
+    // Only shared memory has somewhere to fall back to: a tcp job short of
+    // descriptors would be as short of them over the next transport.
+    if (!config_.transport.empty() || params::shmFallback() == 0 || std::string(name) != "shm")
       return STRATA_ERROR(STRATA_ERR_SYSTEM, "rank %d cannot connect over %s: %s%s", voter, name, votes[voter].why,
-                          config_.transport.empty() ? " (STRATA_SHM_FALLBACK=0: no other transport is tried)"
-                                                    : " (STRATA_TRANSPORT forces it)");
+                          std::string(name) != "shm"        ? ""
+                          : config_.transport.empty() ? " (STRATA_SHM_FALLBACK=0: no other transport is tried)"
+                                                      : " (STRATA_TRANSPORT forces it)");
     while (++t < static_cast<int>(transports_.size()) &&
            (!transports_[t]->canConnect(self, hosts[p]) || std::max(shortFor(t, self), shortFor(t, hosts[p])) >= 0)) {
     }
@@ -423,9 +429,7 @@ Status Comm::run(const CollCall& call, Request* request) {
   STRATA_CHECK(prepare(call, &planned, &ctx));
   request->seq = ctx.tag.seq;
   Status outcome;
-  // With STRATA_TIMELINE every operation is queued, where its steps are seen.
-  if (!timeline_ && planned->choice.nchannels == 1 &&
-      channels_[0].runNow((*planned->plans)[0], ctx, *this, spins_, &outcome)) {
+  if (planned->choice.nchannels == 1 && channels_[0].runNow((*planned->plans)[0], ctx, *this, spins_, &outcome)) {
     noteDone(ctx.tag.seq, outcome);
     request->finishedAlone(outcome);
     return Status::ok();
@@ -652,7 +656,7 @@ void Comm::fail(const Status& why) {
   // A timeout is where users lose hours: say at once where every rank
   // stands. Asked before the failure is set, while peers still answer.
   std::string report;
-  if (why.code() == STRATA_ERR_TIMEOUT && control_) {
+  if (why.code() == STRATA_ERR_TIMEOUT && control_ && nranks_ <= kStallReportMaxRanks) {
     report = stallReport(true, nowSeconds() + kStallReportSeconds);
     STRATA_WARN(COLL, "stall report, rank %d of %d:\n%s", rank_, nranks_, report.c_str());
     report = " Stall report: " + report.substr(0, report.find('\n'));

@@ -122,14 +122,14 @@ void Channel::retireHead() {
   if (request) request->channelDone();
 }
 
-void Channel::noteSteps(ChannelOp& op, size_t from) {
+void Channel::noteSteps(const ChannelPlan& plan, const OpContext& ctx, size_t from, size_t to, double* stepStarted) {
   const double now = nowSeconds();
-  const uint64_t seq = op.ctx.messages ? 0 : op.ctx.tag.seq;
-  for (size_t k = from; k < op.cursor && k < op.plan->steps.size(); ++k) {
-    const Step& step = op.plan->steps[k];
-    timeline->step(index, seq, primName(step.prim), step.recvPeer, step.sendPeer, step.count * op.ctx.elemSize,
-                   op.stepStarted, now);
-    op.stepStarted = now;
+  const uint64_t seq = ctx.messages ? 0 : ctx.tag.seq;
+  for (size_t k = from; k < to && k < plan.steps.size(); ++k) {
+    const Step& step = plan.steps[k];
+    timeline->step(index, seq, primName(step.prim), step.recvPeer, step.sendPeer, step.count * ctx.elemSize,
+                   *stepStarted, now);
+    *stepStarted = now;
   }
 }
 
@@ -169,13 +169,17 @@ bool Channel::runNow(const ChannelPlan& plan, const OpContext& ctx, FailureSink&
   if (busy_.test_and_set(std::memory_order_acquire)) return false;
   WaitPolicy wait(spins);
   size_t cursor = 0;
+  const double started = timeline ? nowSeconds() : 0;
+  double stepStarted = started;
   for (;;) {
     if (comm.failed()) {
       *status = comm.failure();
       break;
     }
     Status error;
+    const size_t from = cursor;
     const Advance a = executor_.advance(plan, &cursor, ctx, links, &error);
+    if (timeline && cursor > from) noteSteps(plan, ctx, from, cursor, &stepStarted);
     if (a == Advance::Done) {
       *status = Status::ok();
       break;
@@ -188,6 +192,7 @@ bool Channel::runNow(const ChannelPlan& plan, const OpContext& ctx, FailureSink&
     else noteProgress();
     wait.afterPoll(a == Advance::Progressed);
   }
+  if (timeline) timeline->channelSpan(index, ctx.tag.seq, started, nowSeconds());
   // The deadline bookkeeping is the next operation's, from scratch.
   noteProgress();
   busy_.clear(std::memory_order_release);
@@ -214,7 +219,7 @@ bool Channel::drive(FailureSink& comm, SleepSet* sleep) {
     const ChannelLinks& opLinks = linksOf(op.ctx);
     Advance a = op.ctx.stream ? advanceOnDevice(op, &error)
                               : executor_.advance(*op.plan, &op.cursor, op.ctx, links, &error);
-    if (timeline && op.cursor > from) noteSteps(op, from);
+    if (timeline && op.cursor > from) noteSteps(*op.plan, op.ctx, from, op.cursor, &op.stepStarted);
     // Every step ran, but bytes wait to leave: not done until they have.
     if (a == Advance::Done && !opLinks.flushed()) a = Advance::Blocked;
     if (a == Advance::Blocked) {

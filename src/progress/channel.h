@@ -116,8 +116,9 @@ class Channel {
  private:
   void failAll(const Status& why);
   void retireHead();
-  // STRATA_TIMELINE: the steps of `op` from `from` to its cursor have just ended.
-  void noteSteps(ChannelOp& op, size_t from);
+  // STRATA_TIMELINE: the steps [from, to) of `plan` have just ended, the
+  // first of them having begun at *stepStarted (then moved to now).
+  void noteSteps(const ChannelPlan& plan, const OpContext& ctx, size_t from, size_t to, double* stepStarted);
   bool runAhead(FailureSink& comm);
   void noteBlocked(FailureSink& comm, const ChannelPlan& plan, size_t cursor, const OpContext& ctx);
   const ChannelLinks& linksOf(const OpContext& ctx) const { return ctx.stream ? deviceLinks : links; }

@@ -1,7 +1,8 @@
 // A process out of file descriptors: each progress thread needs an eventfd
 // and an epoll instance, and a communicator that cannot have them fails at
 // init with an error naming the call and the limit to raise, instead of
-// starting threads that can neither sleep nor be woken.
+// starting threads that can neither sleep nor be woken. A rank whose limit
+// cannot hold its tcp sockets fails every rank's init before any connects.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -56,6 +57,35 @@ TEST(FdLimit, ProgressThreadsThatCannotHaveTheirDescriptorsFailInit) {
       rep.fail("the error names neither eventfd() nor epoll_create1(): %s", error.c_str());
     if (error.find("ulimit -n") == std::string::npos) rep.fail("the error lacks the ulimit -n hint: %s", error.c_str());
   }, {{"STRATA_NTHREADS", "64"}});
+  expectAllPassed(outcomes);
+}
+
+// A rank whose descriptor limit cannot hold its tcp sockets (3 ranks, 64
+// sockets per peer, room for 100 more descriptors on rank 1): every rank's
+// init fails before connecting, naming rank 1, the descriptors needed and
+// left, and what to change.
+TEST(FdLimit, TooFewDescriptorsForTcpFailsEveryRankBeforeConnecting) {
+  auto outcomes = runRanks(3, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    if (rank == 1) {
+      const rlim_t n = limitLeaving(100);
+      const rlimit limit{n, n};
+      if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+        rep.fail("setrlimit(RLIMIT_NOFILE) failed");
+        return;
+      }
+    }
+    strata_comm_t comm = nullptr;
+    const strata_result_t rc = strata_comm_init_rank(&comm, nranks, id, rank);
+    if (rc == STRATA_SUCCESS) {
+      rep.fail("init succeeded with 128 sockets and 100 descriptors left on rank 1");
+      strata_comm_destroy(comm);
+      return;
+    }
+    const std::string error = strata_last_error();
+    for (const char* part : {"rank 1 cannot connect over tcp", "more file descriptors (ulimit -n", "tcp peers",
+                             "STRATA_NSOCKS (1 x 64)", "raise ulimit -n"})
+      if (error.find(part) == std::string::npos) rep.fail("the error lacks '%s': %s", part, error.c_str());
+  }, {{"STRATA_TRANSPORT", "tcp"}, {"STRATA_NSOCKS", "64"}, {"STRATA_NCHANNELS", "1"}, {"STRATA_TIMEOUT", "20"}});
   expectAllPassed(outcomes);
 }
 

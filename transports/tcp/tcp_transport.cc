@@ -1,10 +1,14 @@
 #include "tcp_transport.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 
 #include "clock.h"
 #include "log.h"
@@ -62,7 +66,40 @@ Status startTls(const ConnectRequest& req, const std::vector<std::vector<int>>& 
   return security::TlsSession::handshakeAll(all, deadline);
 }
 
+// Descriptors a job's connections are not the only user of: progress
+// threads, the control plane, the bootstrap, the caller's own files.
+constexpr uint64_t kSpareDescriptors = 32;
+
+uint64_t openDescriptors() {
+  uint64_t n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    closedir(d);
+  }
+  return n;
+}
+
 }  // namespace
+
+std::string TcpTransport::shortOf(const ConnectRequest& req, size_t npeers) const {
+  rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "";
+  const uint64_t nsocks = static_cast<uint64_t>(std::max<int64_t>(1, params::nsocks()));
+  const uint64_t need = npeers * req.nchannels * nsocks + kSpareDescriptors;
+  const uint64_t open = openDescriptors();
+  const uint64_t left = limit.rlim_cur > open ? limit.rlim_cur - open : 0;
+  if (left >= need) return "";
+  char text[384];
+  std::snprintf(text, sizeof(text),
+                "this process may open %llu more file descriptors (ulimit -n %llu, %llu open), and a socket to each "
+                "of its %zu tcp peers per channel and STRATA_NSOCKS (%d x %llu) with some to spare needs %llu: raise "
+                "ulimit -n, or lower STRATA_NSOCKS or STRATA_NCHANNELS",
+                static_cast<unsigned long long>(left), static_cast<unsigned long long>(limit.rlim_cur),
+                static_cast<unsigned long long>(open), npeers, req.nchannels, static_cast<unsigned long long>(nsocks),
+                static_cast<unsigned long long>(need));
+  return text;
+}
 
 Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
   const int me = req.oob->rank();

@@ -13,6 +13,9 @@ class TcpTransport final : public Transport {
  public:
   const char* name() const override { return "tcp"; }
   bool canConnect(const topo::HostInfo&, const topo::HostInfo&) const override { return true; }
+  // A socket per peer, channel and STRATA_NSOCKS, against the descriptors
+  // this process may still open (ulimit -n).
+  std::string shortOf(const ConnectRequest& req, size_t npeers) const override;
   Status connect(const ConnectRequest& req, Connections& out) override;
 };
 
