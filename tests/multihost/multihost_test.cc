@@ -294,6 +294,76 @@ TEST(MultiHostFaults, KilledRootThenSurvivorsShrinkAcrossHosts) {
   expectKillFailsEveryRank(net, 0);
 }
 
+// The shrink's own failures across hosts (2 hosts x 2 ranks). Mid-shrink:
+// rank 0, coordinating on host 0, is killed while it waits for rank 3 (host
+// 1, slow to call); ranks 1-3 agree without it, rank 1 coordinating.
+TEST(MultiHostFaults, CoordinatorKilledMidShrink) {
+  SKIP_UNLESS_SUPPORTED();
+  TestNetwork net(2);
+  ASSERT_EQ(net.error(), "");
+  std::atomic<int>* pid0 = sharedPage<std::atomic<int>>();
+  auto outcomes = runRanks(4, 90, [&](int rank, int nranks, const strata_unique_id_t&, Reporter& rep) {
+    if (rank == 0) *pid0 = getpid();
+    strata_comm_t comm;
+    if (!joinFromHost(net, rank / 2, rank, nranks, &comm, rep)) return;
+    std::thread killer;
+    if (rank == 1)  // on rank 0's host: a pid of its namespace
+      killer = std::thread([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        kill(pid0->load(), SIGKILL);
+      });
+    if (rank == 3) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    strata_comm_t shrunk = nullptr;
+    const bool ok = rep.ok(strata_comm_shrink(comm, nullptr, 0, STRATA_SHRINK_DEFAULT, &shrunk), comm, "shrink");
+    if (killer.joinable()) killer.join();
+    if (rank == 0) rep.fail("rank 0 survived its kill");
+    if (!ok) return;
+    int64_t v = rank, sum = 0;
+    if (rep.ok(strata_allreduce(&v, &sum, 1, STRATA_INT64, STRATA_SUM, shrunk), shrunk, "allreduce") && sum != 1 + 2 + 3)
+      rep.fail("survivors' sum %lld", static_cast<long long>(sum));
+    strata_comm_destroy(shrunk);
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "6"}});
+  expectAllPassed(outcomes, 0);
+  munmap(pid0, 4096);
+}
+
+// At init: rank 3 (host 1) dies before it joins. Every other rank's init
+// fails within the bootstrap deadline, rank 0's naming it; the three start
+// again on another port and compute right.
+TEST(MultiHostFaults, RankKilledAtInitThenTheRestStartAgain) {
+  SKIP_UNLESS_SUPPORTED();
+  TestNetwork net(2);
+  ASSERT_EQ(net.error(), "");
+  auto outcomes = runRanks(4, 90, [&](int rank, int nranks, const strata_unique_id_t&, Reporter& rep) {
+    if (rank == 3) raise(SIGKILL);
+    if (!net.enter(rank / 2)) {
+      rep.fail("cannot enter namespace %s", net.nsName(rank / 2).c_str());
+      return;
+    }
+    setenv("RANK", std::to_string(rank).c_str(), 1);
+    setenv("WORLD_SIZE", std::to_string(nranks).c_str(), 1);
+    setenv("MASTER_ADDR", net.address(0).c_str(), 1);
+    setenv("MASTER_PORT", kPort, 1);
+    strata_comm_t comm = nullptr;
+    if (strata_comm_init_env(&comm) == STRATA_SUCCESS) {
+      rep.fail("init succeeded without rank 3");
+      strata_comm_destroy(comm);
+      return;
+    }
+    if (rank == 0 && !mentions(strata_last_error(), "missing ranks: 3"))
+      rep.fail("rank 0's error does not name rank 3: %s", strata_last_error());
+    setenv("WORLD_SIZE", "3", 1);
+    setenv("MASTER_PORT", "29501", 1);
+    if (!rep.ok(strata_comm_init_env(&comm), nullptr, "init of the three")) return;
+    int64_t v = rank, sum = 0;
+    if (rep.ok(strata_allreduce(&v, &sum, 1, STRATA_INT64, STRATA_SUM, comm), comm, "allreduce") && sum != 0 + 1 + 2)
+      rep.fail("sum %lld without rank 3", static_cast<long long>(sum));
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "4"}, {"STRATA_BOOTSTRAP_TIMEOUT", "1.5"}});
+  expectAllPassed(outcomes, 3);
+}
+
 TEST(MultiHostFaults, KilledRankOnAnotherHost) {
   SKIP_UNLESS_SUPPORTED();
   TestNetwork net(2);
