@@ -169,7 +169,9 @@ bool Channel::runNow(const ChannelPlan& plan, const OpContext& ctx, FailureSink&
   if (busy_.test_and_set(std::memory_order_acquire)) return false;
   WaitPolicy wait(spins);
   size_t cursor = 0;
-  const double started = timeline ? nowSeconds() : 0;
+  // Read once: the loop below spins, and a member would be reloaded each turn.
+  timeline::Timeline* const traced = timeline;
+  const double started = traced ? nowSeconds() : 0;
   double stepStarted = started;
   for (;;) {
     if (comm.failed()) {
@@ -179,7 +181,7 @@ bool Channel::runNow(const ChannelPlan& plan, const OpContext& ctx, FailureSink&
     Status error;
     const size_t from = cursor;
     const Advance a = executor_.advance(plan, &cursor, ctx, links, &error);
-    if (timeline && cursor > from) noteSteps(plan, ctx, from, cursor, &stepStarted);
+    if (traced && cursor > from) noteSteps(plan, ctx, from, cursor, &stepStarted);
     if (a == Advance::Done) {
       *status = Status::ok();
       break;
@@ -192,7 +194,7 @@ bool Channel::runNow(const ChannelPlan& plan, const OpContext& ctx, FailureSink&
     else noteProgress();
     wait.afterPoll(a == Advance::Progressed);
   }
-  if (timeline) timeline->channelSpan(index, ctx.tag.seq, started, nowSeconds());
+  if (traced) traced->channelSpan(index, ctx.tag.seq, started, nowSeconds());
   // The deadline bookkeeping is the next operation's, from scratch.
   noteProgress();
   busy_.clear(std::memory_order_release);
