@@ -430,7 +430,7 @@ Status Comm::run(const CollCall& call, Request* request) {
   request->seq = ctx.tag.seq;
   Status outcome;
   if (planned->choice.nchannels == 1 && channels_[0].runNow((*planned->plans)[0], ctx, *this, spins_, &outcome)) {
-    noteDone(ctx.tag.seq, outcome);
+    noteDone(ctx.tag.seq, 0, outcome);
     request->finishedAlone(outcome);
     return Status::ok();
   }
@@ -441,6 +441,10 @@ Status Comm::run(const CollCall& call, Request* request) {
 Status Comm::submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Request* request,
                          const std::vector<InputGate*>* gates) {
   STRATA_CHECK(describeP2pGroup(ops, rank_, &p2pSeqs_, &request->messages, &p2pSpec_));
+  request->seq = 0;
+  request->p2pGroup = opLog_.p2pGroup();
+  for (const P2pOp& op : ops)
+    opLog_.p2pIssued(request->p2pGroup, op.peer, op.count * strata_datatype_size(op.datatype), op.send);
   if (gates) {
     // The messages come in the order of ops, but copies to this rank (a send
     // and a receive each) last; a copy reads its send's input.
@@ -634,7 +638,7 @@ Status Comm::wait(Request& request) {
   // An operation run at once is done already: no loop to set up.
   if (!request.done())
     driveUntil(spins_, hasSockets_, [&] { return request.done(); }, [&](auto&& fn) { forEachChannel(fn); });
-  noteDone(request.seq, request.status());
+  noteDone(request);
   return request.status();
 }
 
@@ -642,7 +646,7 @@ bool Comm::test(Request& request) {
   for (Channel& ch : channels_)
     if (ch.hasWork()) ch.drive(*this);
   if (!request.done()) return false;
-  noteDone(request.seq, request.status());
+  noteDone(request);
   return true;
 }
 

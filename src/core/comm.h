@@ -77,6 +77,9 @@ class Comm final : public FailureSink {
 
   // Drives every channel until the request is done; returns its status.
   Status wait(Request& request);
+  // Its caller saw `request` (done) complete, or fail: for the operation log
+  // and the timeline (wait() and test() say it themselves).
+  void noteDone(const Request& request) { noteDone(request.seq, request.p2pGroup, request.status()); }
   // Drives every channel once; true if the request is done.
   bool test(Request& request);
   // Calls fn(channel, *this) for every channel: how driveUntil reaches them.
@@ -179,9 +182,11 @@ class Comm final : public FailureSink {
     if (log::enabled(log::Level::Trace, log::COLL)) traceStart(planned.choice, *ctx);
     if (timeline_) timeline_->issued(seq_, ctx->tag.desc, planned.choice.algo, planned.choice.nchannels);
   }
-  // Its caller saw collective `seq` complete, or fail.
-  void noteDone(uint64_t seq, const Status& outcome) {
-    if (outcome.isOk()) opLog_.done(seq);
+  void noteDone(uint64_t seq, uint64_t p2pGroup, const Status& outcome) {
+    if (outcome.isOk()) {
+      opLog_.done(seq);
+      opLog_.p2pDone(p2pGroup);
+    }
     if (timeline_ && seq) timeline_->completed(seq, outcome.isOk());
   }
   // Builds `call`'s plans and context, kept in the cache when it keeps them.

@@ -133,6 +133,7 @@ Status Group::issue(strata_comm** failedComm) {
       });
   Status first;
   for (const Started& s : started) {
+    s.comm->impl->noteDone(*s.request);
     const Status& outcome = s.request->status();
     if (!outcome.isOk() && first.isOk()) {
       first = outcome;

@@ -5,8 +5,8 @@
 // completion cost 2% of an 8-byte allreduce); read by another
 // thread (the control plane's, answering a stall report) through atomics
 // alone, so that a rank stuck in its own code, or in a call, still answers.
-// Sends and receives are not logged: the report is about collectives, which
-// every rank must issue in the same order.
+// Sends and receives are logged apart, each with its peer: collectives carry
+// the order every rank must follow, sends and receives only their pairs'.
 #pragma once
 
 #include <time.h>
@@ -26,11 +26,21 @@ struct OpSnapshot {
     float issuedAgo;
     uint32_t done;  // its caller saw it complete
   };
+  static constexpr int kRecentP2p = 8;
+  struct P2p {
+    uint64_t group;  // 0: none; sends and receives issued together share one
+    uint64_t bytes;
+    int32_t peer;
+    uint32_t send;   // 1: a send to peer, 0: a receive from it
+    float issuedAgo;
+    uint32_t done;
+  };
   int32_t rank;
   uint32_t reserved;
   uint64_t issued;     // the last collective issued (0: none yet)
   uint64_t completed;  // the last one whose completion the caller saw
   Op recent[kRecent];  // the last kRecent issued, oldest first
+  P2p p2p[kRecentP2p];  // the last sends and receives, oldest first
 };
 
 class OpLog {
@@ -55,6 +65,25 @@ class OpLog {
     if (seq > completed_.load(std::memory_order_relaxed)) completed_.store(seq, std::memory_order_release);
   }
 
+  // A group of sends and receives (one, or those of a strata_group): its
+  // id, then each of its messages.
+  uint64_t p2pGroup() { return ++p2pGroups_; }
+  void p2pIssued(uint64_t group, int peer, uint64_t bytes, bool send) {
+    P2pSlot& s = p2p_[p2pNext_++ % OpSnapshot::kRecentP2p];
+    s.group.store(0, std::memory_order_relaxed);
+    s.peer.store(peer, std::memory_order_relaxed);
+    s.bytes.store(bytes, std::memory_order_relaxed);
+    s.send.store(send, std::memory_order_relaxed);
+    s.done.store(false, std::memory_order_relaxed);
+    s.issuedAt.store(coarseNow(), std::memory_order_relaxed);
+    s.group.store(group, std::memory_order_release);
+  }
+  void p2pDone(uint64_t group) {
+    if (group == 0) return;
+    for (P2pSlot& s : p2p_)
+      if (s.group.load(std::memory_order_relaxed) == group) s.done.store(true, std::memory_order_release);
+  }
+
   OpSnapshot snapshot(int rank) const {
     OpSnapshot out{};
     const double now = coarseNow();
@@ -69,6 +98,16 @@ class OpLog {
       out.recent[n++] = {seq, s.desc.load(std::memory_order_relaxed),
                          static_cast<float>(now - s.issuedAt.load(std::memory_order_relaxed)), seq <= out.completed};
     }
+    const uint64_t next = p2pNext_;  // read racily: at worst a message shows in the wrong place
+    for (int k = 0; k < OpSnapshot::kRecentP2p; ++k) {
+      const P2pSlot& s = p2p_[(next + k) % OpSnapshot::kRecentP2p];
+      const uint64_t group = s.group.load(std::memory_order_acquire);
+      if (group == 0) continue;
+      out.p2p[k] = {group, s.bytes.load(std::memory_order_relaxed), s.peer.load(std::memory_order_relaxed),
+                    s.send.load(std::memory_order_relaxed),
+                    static_cast<float>(now - s.issuedAt.load(std::memory_order_relaxed)),
+                    s.done.load(std::memory_order_acquire)};
+    }
     return out;
   }
 
@@ -78,9 +117,20 @@ class OpLog {
     std::atomic<uint64_t> desc{0};
     std::atomic<double> issuedAt{0};
   };
+  struct P2pSlot {
+    std::atomic<uint64_t> group{0};
+    std::atomic<uint64_t> bytes{0};
+    std::atomic<int32_t> peer{0};
+    std::atomic<bool> send{false};
+    std::atomic<bool> done{false};
+    std::atomic<double> issuedAt{0};
+  };
   Slot slots_[OpSnapshot::kRecent];
   std::atomic<uint64_t> issued_{0};
   std::atomic<uint64_t> completed_{0};
+  P2pSlot p2p_[OpSnapshot::kRecentP2p];
+  uint64_t p2pGroups_ = 0;  // the calling thread's alone
+  std::atomic<uint64_t> p2pNext_{0};
 };
 
 }  // namespace strata::fault

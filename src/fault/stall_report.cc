@@ -39,6 +39,18 @@ std::string whereBehind(const OpSnapshot& s) {
                 static_cast<unsigned long long>(s.completed), op ? op->issuedAgo : 0.0f);
 }
 
+// Its oldest send or receive not complete, or null.
+const OpSnapshot::P2p* oldestPendingP2p(const OpSnapshot& s) {
+  for (const auto& m : s.p2p)
+    if (m.group != 0 && !m.done) return &m;
+  return nullptr;
+}
+
+std::string p2pText(const OpSnapshot::P2p& m) {
+  return formatText("%s of %llu B %s rank %d", m.send ? "a send" : "a receive", static_cast<unsigned long long>(m.bytes),
+                    m.send ? "to" : "from", m.peer);
+}
+
 }  // namespace
 
 std::string rankRanges(const std::vector<int>& ranks) {
@@ -61,11 +73,17 @@ std::string summarizeStall(const std::vector<std::optional<OpSnapshot>>& ranks) 
     if (!ranks[r]) gone.push_back(static_cast<int>(r));
     else frontier = std::max(frontier, ranks[r]->issued);
   }
+  // Sends and receives waited on, whatever the collectives say.
+  std::string p2pLines;
+  for (size_t r = 0; r < ranks.size(); ++r)
+    if (ranks[r])
+      if (const OpSnapshot::P2p* m = oldestPendingP2p(*ranks[r]))
+        p2pLines += formatText("; rank %zu waits in %s (issued %.1f s ago)", r, p2pText(*m).c_str(), m->issuedAgo);
   std::string out;
   const std::string goneLine =
       gone.empty() ? "" : plural(gone) + (gone.size() == 1 ? " is" : " are") + " gone (no answer from its control plane)";
   if (gone.size() == ranks.size()) return "no rank answered";
-  if (frontier == 0) return "no rank has issued a collective yet" + (goneLine.empty() ? "" : "; " + goneLine);
+  if (frontier == 0) return "no rank has issued a collective yet" + (goneLine.empty() ? "" : "; " + goneLine) + p2pLines;
 
   // The ranks at the frontier, by what they issued there: two collectives
   // at one sequence number mean that the ranks called different ones.
@@ -107,7 +125,7 @@ std::string summarizeStall(const std::vector<std::optional<OpSnapshot>>& ranks) 
       out += " " + plural(entry.second) + " " + OpDesc::unpack(entry.first).describe() + ",";
     out.pop_back();
   }
-  return out;
+  return out + p2pLines;
 }
 
 std::string describeStall(const std::vector<std::optional<OpSnapshot>>& ranks) {
@@ -127,6 +145,14 @@ std::string describeStall(const std::vector<std::optional<OpSnapshot>>& ranks) {
     }
     if (out.back() == ',') out.pop_back();
     if (s.issued == 0) out += " no collective yet";
+    std::string p2p;
+    for (const auto& m : s.p2p)
+      if (m.group != 0)
+        p2p += " " + p2pText(m) + (m.done ? " done," : formatText(" (pending %.1f s),", m.issuedAgo));
+    if (!p2p.empty()) {
+      p2p.pop_back();
+      out += ";" + p2p;
+    }
     out += "\n";
   }
   return out;

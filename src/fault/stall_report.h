@@ -2,9 +2,9 @@
 // operation log (op_log.h): which ranks wait in which collective, for whom,
 // and what those are doing instead ("ranks 0-6 wait in allreduce(...) #1042
 // for rank 7; rank 7 completed #1041, issued 2.1 s ago, and has issued
-// nothing since"), ranks that are gone, and ranks that reached the same
-// sequence number in different collectives. Then each rank's recent
-// operations, one line per rank.
+// nothing since"), ranks that are gone, ranks that reached the same
+// sequence number in different collectives, and sends and receives waited
+// on. Then each rank's recent operations, one line per rank.
 #pragma once
 
 #include <optional>

@@ -25,6 +25,8 @@ class Request {
   // The collective's sequence number on its communicator (0 for a group of
   // sends and receives), for the operation log.
   uint64_t seq = 0;
+  // A group of sends and receives: its id in the operation log (0: none).
+  uint64_t p2pGroup = 0;
 
   // The buffers and tags of a group's messages (OpContext::messages points
   // here): they live as long as the request.

@@ -352,8 +352,9 @@ INSTANTIATE_TEST_SUITE_P(Sleepers, SleeperStalls, ::testing::Values(2, 0),
                          [](const auto& info) { return "rank" + std::to_string(info.param); });
 
 // strata_comm_dump from one rank, while two others have a collective in
-// flight and are busy in their own code, and a fourth is dead: the report
-// says who waits for whom, that rank 3 is gone, and lists each rank.
+// flight and are busy in their own code (one also waiting for a message
+// that never comes), and a fourth is dead: the report says who waits for
+// whom, that rank 3 is gone, and lists each rank's operations.
 TEST(StallReport, DumpWithARankDeadAndOthersBusy) {
   auto outcomes = runRanks(4, 60, [](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
     std::vector<float> buf(1000, 1.0f);
@@ -366,19 +367,26 @@ TEST(StallReport, DumpWithARankDeadAndOthersBusy) {
       if (rep.ok(strata_comm_dump(comm, report, sizeof(report)), comm, "dump")) {
         for (const char* part : {"ranks 0,1 wait in allreduce(count=1000, float32, sum) #2 for ranks 2,3;",
                                  "rank 2 completed #1", "rank 3 is gone", "\n  rank 0: #1 allreduce",
-                                 "#2 allreduce(count=1000, float32, sum) (pending", "\n  rank 3: gone"})
+                                 "#2 allreduce(count=1000, float32, sum) (pending", "\n  rank 3: gone",
+                                 "; rank 1 waits in a receive of 64 B from rank 2 (issued",
+                                 "; a receive of 64 B from rank 2 (pending"})
           if (!mentions(report, part)) rep.fail("report '%s' does not mention '%s'", report, part);
       }
       if (strata_comm_dump(comm, report, 0) != STRATA_ERR_INVALID_ARGUMENT) rep.fail("len 0 was not refused");
       strata_comm_destroy(comm);
       return;
     }
+    // Rank 1 also waits for a message rank 2 never sends.
+    float never[16];
+    strata_request_t recv = nullptr;
+    if (rank == 1 && !rep.ok(strata_irecv(never, 16, STRATA_FLOAT32, 2, comm, &recv), comm, "irecv")) return;
     strata_request_t req;
     if (!rep.ok(strata_iallreduce(buf.data(), buf.data(), buf.size(), STRATA_FLOAT32, STRATA_SUM, comm, &req), comm,
                 "iallreduce"))
       return;
     std::this_thread::sleep_for(std::chrono::seconds(1));
     if (strata_wait(req) == STRATA_SUCCESS) rep.fail("an allreduce without ranks 2 and 3 completed");
+    if (recv && strata_wait(recv) == STRATA_SUCCESS) rep.fail("a message rank 2 never sent arrived");
     strata_comm_destroy(comm);
   }, {{"STRATA_TIMEOUT", "4"}});
   expectAllPassed(outcomes, 3);
