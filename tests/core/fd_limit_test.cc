@@ -33,20 +33,27 @@ rlim_t limitLeaving(int free) {
   return static_cast<rlim_t>(fd);
 }
 
+// Lowers this process's descriptor limit to leave `free` more; false (the
+// failure reported) if it cannot.
+bool leaveDescriptors(int free, Reporter& rep) {
+  const rlim_t n = limitLeaving(free);
+  const rlimit limit{n, n};
+  if (setrlimit(RLIMIT_NOFILE, &limit) == 0) return true;
+  rep.fail("setrlimit(RLIMIT_NOFILE) failed");
+  return false;
+}
+
 TEST(FdLimit, ProgressThreadsThatCannotHaveTheirDescriptorsFailInit) {
   // One rank: its init opens nothing that lasts but the progress threads'
   // descriptors (two per thread), so room for 8 more descriptors is enough
   // for everything else and too little for 64 threads.
   auto outcomes = runRanks(1, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
-    const rlim_t n = limitLeaving(8);
-    const rlimit limit{n, n};
-    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
-      rep.fail("setrlimit(RLIMIT_NOFILE) failed");
-      return;
-    }
+    if (!leaveDescriptors(8, rep)) return;
     strata_comm_t comm = nullptr;
     const strata_result_t rc = strata_comm_init_rank(&comm, nranks, id, rank);
     if (rc == STRATA_SUCCESS) {
+      rlimit limit;
+      getrlimit(RLIMIT_NOFILE, &limit);
       rep.fail("init succeeded with 64 progress threads and %llu descriptors", (unsigned long long)limit.rlim_cur);
       strata_comm_destroy(comm);
       return;
@@ -66,14 +73,7 @@ TEST(FdLimit, ProgressThreadsThatCannotHaveTheirDescriptorsFailInit) {
 // left, and what to change.
 TEST(FdLimit, TooFewDescriptorsForTcpFailsEveryRankBeforeConnecting) {
   auto outcomes = runRanks(3, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
-    if (rank == 1) {
-      const rlim_t n = limitLeaving(100);
-      const rlimit limit{n, n};
-      if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
-        rep.fail("setrlimit(RLIMIT_NOFILE) failed");
-        return;
-      }
-    }
+    if (rank == 1 && !leaveDescriptors(100, rep)) return;
     strata_comm_t comm = nullptr;
     const strata_result_t rc = strata_comm_init_rank(&comm, nranks, id, rank);
     if (rc == STRATA_SUCCESS) {
