@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
-#include <c10/core/InferenceMode.h>
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@ namespace strata::torch_backend {
 namespace {
 
 const char* kIdKey = "strata_unique_id";
+const char* kMailboxIdKey = "strata_mailbox_id";
 
 void checkTensor(const at::Tensor& t, const char* arg) {
   TORCH_CHECK(t.device().is_cpu(), "strata backend: ", arg, " is on ", t.device(),
@@ -186,56 +186,38 @@ c10::intrusive_ptr<StrataWork> newWork(int rank, c10d::OpType type, std::vector<
 
 }  // namespace
 
-StrataWork::StrataWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
-    : c10d::Work(rank, type),
-      outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
-StrataWork::~StrataWork() = default;
-
-std::vector<at::Tensor> StrataWork::result() { return outputs_; }
-
-c10::intrusive_ptr<c10::ivalue::Future> StrataWork::getFuture() { return future_; }
-
-void StrataWork::runAfterDone() {
-  if (!afterDone) return;
-  // Writes into the caller's tensors, as gloo's and NCCL's raw copies do:
-  // outside autograd (a parameter as the output) and valid for inference
-  // tensors, whatever mode the calling thread was in.
-  c10::InferenceMode raw;
-  afterDone();
-}
-
-void StrataWork::complete(const std::string& error) {
-  keepAlive.clear();
-  if (error.empty()) {
-    future_->markCompleted(c10::IValue(outputs_));
-    finish();
+// Rank 0 makes the id of a new communicator and passes it through torch's store.
+strata_unique_id_t ProcessGroupStrata::sharedId(const c10::intrusive_ptr<c10d::Store>& store, const std::string& key,
+                                                std::chrono::milliseconds timeout) const {
+  strata_unique_id_t id;
+  if (rank_ == 0) {
+    check(strata_get_unique_id(&id), "strata_get_unique_id");
+    store->set(key, std::vector<uint8_t>(id.internal, id.internal + sizeof(id.internal)));
   } else {
-    auto eptr = std::make_exception_ptr(std::runtime_error("strata backend: " + error));
-    future_->setError(eptr);
-    finish(eptr);
+    store->wait({key}, timeout);
+    std::vector<uint8_t> got = store->get(key);
+    TORCH_CHECK(got.size() == sizeof(id.internal), "strata backend: the store holds a ", got.size(), "-byte id under ",
+                key, ", expected ", sizeof(id.internal));
+    std::memcpy(id.internal, got.data(), got.size());
   }
+  return id;
 }
 
 ProcessGroupStrata::ProcessGroupStrata(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                        std::chrono::milliseconds timeout)
     : BackendBase(rank, size) {
-  strata_unique_id_t id;
-  if (rank == 0) {
-    check(strata_get_unique_id(&id), "strata_get_unique_id");
-    store->set(kIdKey, std::vector<uint8_t>(id.internal, id.internal + sizeof(id.internal)));
-  } else {
-    store->wait({kIdKey}, timeout);
-    std::vector<uint8_t> got = store->get(kIdKey);
-    TORCH_CHECK(got.size() == sizeof(id.internal), "strata backend: the store holds a ", got.size(),
-                "-byte id under ", kIdKey, ", expected ", sizeof(id.internal));
-    std::memcpy(id.internal, got.data(), got.size());
-  }
   strata_config_t config = STRATA_CONFIG_INITIALIZER;
   // torch users say "never" with a timedelta of years; strata takes up to 1e9 s.
   config.timeout_seconds = std::min(std::chrono::duration<double>(timeout).count(), 1e9);
-  check(strata_comm_init_rank_config(&comm_, size, id, rank, &config), "strata_comm_init_rank_config");
+  check(strata_comm_init_rank_config(&comm_, size, sharedId(store, kIdKey, timeout), rank, &config),
+        "strata_comm_init_rank_config");
+  // The mailbox keeps time itself (mailbox.h says why).
+  strata_comm_t messages = nullptr;
+  config.timeout_seconds = 1e9;
+  check(strata_comm_init_rank_config(&messages, size, sharedId(store, kMailboxIdKey, timeout), rank, &config),
+        "strata_comm_init_rank_config (send/recv)");
+  mailbox_ = std::make_unique<Mailbox>(messages, rank, size, timeout);
   completer_ = std::thread([this] { completionLoop(); });
 }
 
@@ -245,14 +227,19 @@ ProcessGroupStrata::~ProcessGroupStrata() {
     stopping_ = true;
   }
   cv_.notify_all();
-  // The completion thread may need the GIL (to run a future's Python
-  // callbacks, or to drop the last reference to one), and whoever drops the
-  // last reference to this group (a DDP reducer, torch's group map) may hold it.
+  // The completion and mailbox threads may need the GIL (to run a future's
+  // Python callbacks, or to drop the last reference to one), and whoever
+  // drops the last reference to this group (a DDP reducer, torch's group
+  // map) may hold it.
+  const auto stop = [this] {
+    completer_.join();
+    mailbox_.reset();
+  };
   if (Py_IsInitialized() && PyGILState_Check()) {
     pybind11::gil_scoped_release release;
-    completer_.join();
+    stop();
   } else {
-    completer_.join();
+    stop();
   }
   strata_comm_destroy(comm_);
 }
@@ -712,21 +699,34 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::alltoall(std::vector<at::Tens
   return done(work);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::send(std::vector<at::Tensor>& tensors, int dst, int) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
   at::Tensor& t = single(tensors, "tensor");
+  checkPeer(dst, "dst");
   auto work = newWork(rank_, c10d::OpType::SEND, {});
-  work->requests.resize(1);
-  check(strata_isend(bytes(t), bytesOf(t), STRATA_UINT8, dst, comm_, &work->requests[0]), "send");
-  work->keepAlive = {t};
-  return track(work);
+  mailbox_->send(work, t, dst, tag);
+  return work;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::recv(std::vector<at::Tensor>& tensors, int src, int) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
   at::Tensor& t = single(tensors, "tensor");
+  checkPeer(src, "src");
   auto work = newWork(rank_, c10d::OpType::RECV, tensors);
-  work->requests.resize(1);
-  check(strata_irecv(bytes(t), bytesOf(t), STRATA_UINT8, src, comm_, &work->requests[0]), "recv");
-  return track(work);
+  mailbox_->recv(work, t, src, tag);
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  at::Tensor& t = single(tensors, "tensor");
+  TORCH_CHECK(getSize() > 1, "strata backend: a receive from any source in a group of one rank would never end");
+  auto work = newWork(rank_, c10d::OpType::RECVANYSOURCE, tensors);
+  mailbox_->recv(work, t, Mailbox::kAnySource, tag);
+  return work;
+}
+
+void ProcessGroupStrata::checkPeer(int peer, const char* arg) const {
+  TORCH_CHECK(peer >= 0 && peer < getSize(), "strata backend: ", arg, "=", peer, " is not a rank of this group (size ",
+              getSize(), ")");
+  TORCH_CHECK(peer != rank_, "strata backend: ", arg, "=", peer, " is this rank; a rank cannot message itself");
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupStrata::barrier(const c10d::BarrierOptions&) {

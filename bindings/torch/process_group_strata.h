@@ -10,6 +10,8 @@
 // calling wait(). Operations strata runs only as a blocking group (several
 // tensors at once, list forms of alltoall, gather, scatter) and the bitwise
 // reductions (an allgather folded locally) complete before the call returns.
+// Sends and receives go through the group's Mailbox (mailbox.h), which
+// matches them by source and tag as torch expects.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -24,11 +26,14 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "mailbox.h"
 #include "strata/strata.h"
+#include "strata_work.h"
 
 namespace strata::torch_backend {
 
@@ -37,30 +42,6 @@ using BackendBase = c10d::Backend;
 #else
 using BackendBase = c10d::ProcessGroup;
 #endif
-
-// One operation: strata's requests, the tensors torch reads back as the
-// result, and what to do once the requests are done (copy a gathered buffer
-// into the caller's tensors, for instance).
-class StrataWork : public c10d::Work {
- public:
-  StrataWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
-  ~StrataWork() override;
-
-  std::vector<at::Tensor> result() override;
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
-
-  // Marks the work and its future done (error: the message of the failure).
-  void complete(const std::string& error);
-
-  std::vector<strata_request_t> requests;
-  std::function<void()> afterDone;  // runs on success, before completion
-  void runAfterDone();               // afterDone, if any, outside autograd
-  std::vector<at::Tensor> keepAlive;  // buffers strata reads or writes until done
-
- private:
-  std::vector<at::Tensor> outputs_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
-};
 
 class ProcessGroupStrata : public BackendBase {
  public:
@@ -112,9 +93,11 @@ class ProcessGroupStrata : public BackendBase {
                                                const c10d::AllToAllOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
                                           const c10d::AllToAllOptions& opts) override;
-  // Messages between two ranks match in posting order; tags are not matched.
+  // A receive takes the first message from its source with its tag
+  // (mailbox.h), whatever order the messages were sent in.
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
  private:
@@ -123,6 +106,10 @@ class ProcessGroupStrata : public BackendBase {
   // A work already done (blocking forms); runs its afterDone.
   c10::intrusive_ptr<c10d::Work> done(c10::intrusive_ptr<StrataWork> work);
   void completionLoop();
+  strata_unique_id_t sharedId(const c10::intrusive_ptr<c10d::Store>& store, const std::string& key,
+                              std::chrono::milliseconds timeout) const;
+  // Throws torch's error unless `peer` is another rank of the group.
+  void checkPeer(int peer, const char* arg) const;
   // Issues blocking calls as one strata group; the group is closed even when
   // `issue` throws.
   void inGroup(const char* what, const std::function<strata_result_t()>& issue);
@@ -134,6 +121,7 @@ class ProcessGroupStrata : public BackendBase {
   c10::intrusive_ptr<c10d::Work> bitwiseAllreduce(at::Tensor& tensor, c10d::ReduceOp::RedOpType op);
 
   strata_comm_t comm_ = nullptr;
+  std::unique_ptr<Mailbox> mailbox_;  // send and recv
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<c10::intrusive_ptr<StrataWork>> pending_;

@@ -2,7 +2,8 @@
 """torch.distributed's semantics around the collectives, with backend="strata":
 complex and int16 reductions, PREMUL_SUM, sparse allreduce, all_gather_coalesced, futures
 chained with then(), Work.wait(timeout), a group's timeout turning into
-torch's error, subgroups, and DDP's communication hooks (fp16 and bf16
+torch's error, subgroups, send and recv with tags and from any source
+(p2p_checks.py), and DDP's communication hooks (fp16 and bf16
 compression), each checked against a float64 reference computed here, gloo's
 result, or a single-process run.
 
@@ -11,6 +12,7 @@ result, or a single-process run.
 import datetime
 import time
 
+import p2p_checks
 import ranks
 from ranks import finish, main
 
@@ -207,6 +209,7 @@ def child():
             failures.append("the group's 2 s timeout ended the call after %.1f s" % took)
     dist.barrier(group=gloo)
 
+    failures += p2p_checks.check(torch, dist, rank, n, gloo)
     failures += ddp_hooks_match_single_process(torch, dist, rank, n)
     finish(dist, rank, failures)
 
