@@ -485,6 +485,7 @@ streams::Stager& Comm::stager() {
   if (!stager_) {
     if (!pinned_.alloc) pinned_ = {&gpu::allocPinned, &gpu::freePinned};
     stager_ = std::make_unique<streams::Stager>(pinned_, config_.gpuChunkBytes, config_.gpuStagingCacheBytes);
+    stager_->onEnded([this](const Request& request) { noteDone(request); });
   }
   return *stager_;
 }
@@ -520,6 +521,7 @@ Status Comm::submitOnDevice(const CollCall& call, gpu::StreamLane& lane, const s
   STRATA_CHECK(st.enqueue(lane, op));
   OpContext ctx;
   start(dev, *planned, &ctx);
+  op->request.seq = ctx.tag.seq;
   enqueue(ctx, planned->plans, nch, false, &op->request, 0, op);
   return Status::ok();
 }
@@ -551,6 +553,7 @@ Status Comm::submitOnStream(const CollCall& call, gpu::StreamLane& lane, const s
   OpContext ctx;
   start(host, *planned, &ctx);
   ctx.gate = &op->parts[0];
+  op->request.seq = ctx.tag.seq;
   // Nobody waits on it: the progress threads drive it, its end releases the stream.
   enqueue(ctx, planned->plans, planned->choice.nchannels, false, &op->request);
   return Status::ok();

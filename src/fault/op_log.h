@@ -2,7 +2,8 @@
 // it issued (sequence number, what they were, when) and which of them its
 // caller saw complete. Written by the thread that calls the communicator, a
 // few relaxed stores and one coarse clock read per call (a second read at
-// completion cost 2% of an 8-byte allreduce); read by another
+// completion cost 2% of an 8-byte allreduce), or by the progress thread
+// that ends a stream-ordered operation; read by another
 // thread (the control plane's, answering a stall report) through atomics
 // alone, so that a rank stuck in its own code, or in a call, still answers.
 // Sends and receives are logged apart, each with its peer: collectives carry
@@ -61,8 +62,13 @@ class OpLog {
     s.seq.store(seq, std::memory_order_release);
     issued_.store(seq, std::memory_order_release);
   }
+  // From the calling thread, or from a progress thread for a stream-ordered
+  // operation (nobody waits on those): the highest sequence wins.
   void done(uint64_t seq) {
-    if (seq > completed_.load(std::memory_order_relaxed)) completed_.store(seq, std::memory_order_release);
+    uint64_t seen = completed_.load(std::memory_order_relaxed);
+    while (seq > seen && !completed_.compare_exchange_weak(seen, seq, std::memory_order_release,
+                                                           std::memory_order_relaxed)) {
+    }
   }
 
   // A group of sends and receives (one, or those of a strata_group): its

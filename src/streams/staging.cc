@@ -69,6 +69,7 @@ uint32_t StagedOp::scaleLanded(StagedPart& part) {
 
 void StagedOp::released(void* self) {
   auto* op = static_cast<StagedOp*>(self);
+  if (op->stager_->ended_) op->stager_->ended_(op->request);
   if (op->request.status().isOk()) op->release();
   else op->releaseAll();
 }
@@ -156,6 +157,7 @@ Status Stager::reserve(const std::vector<PartSpec>& parts, const PreMul& premul,
   for (size_t i = 0; i < parts.size() + deviceChannels; ++i) new (&landed[i]) gpu::Flag(0);
 
   auto op = std::make_unique<StagedOp>();
+  op->stager_ = this;
   op->block_ = block;
   op->blockBytes_ = blockBytes;
   op->release_ = &head->release;

@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -79,6 +80,7 @@ struct PreMul {
 };
 
 class StagedOp;
+class Stager;
 
 // One message's buffers as the host collective sees them, and its gate.
 class StagedPart final : public InputGate {
@@ -139,6 +141,7 @@ class StagedOp {
   // chunks scaled in all.
   uint32_t scaleLanded(StagedPart& part);
 
+  const Stager* stager_ = nullptr;
   std::string laneName_ = "its stream";
   void* block_ = nullptr;
   size_t blockBytes_ = 0;
@@ -156,6 +159,8 @@ class StagedOp {
 // (the API's one thread per communicator at a time); completions arrive on
 // whichever thread finishes a request, through the flags only.
 class Stager {
+  friend class StagedOp;  // its end tells ended_
+
  public:
   Stager(PinnedAllocator allocator, size_t chunkBytes, size_t cacheBytes);
   ~Stager();  // frees what drain() let go; leaks blocks a stream may still use
@@ -186,6 +191,11 @@ class Stager {
   bool drain(double deadline);
 
   size_t inFlight() const { return ops_.size(); }
+  // Told of every operation's end (its request done, well or not), on the
+  // thread that ends it, before its stream is released: nobody waits on a
+  // stream-ordered request, so this is where its communicator learns of it.
+  using Ended = std::function<void(const Request&)>;
+  void onEnded(Ended ended) { ended_ = std::move(ended); }
   size_t cachedBytes() const;
 
  private:
@@ -194,6 +204,7 @@ class Stager {
   void forget(StagedOp* op);
 
   PinnedAllocator allocator_;
+  Ended ended_;
   size_t chunkBytes_;
   size_t cacheBytes_;
   std::vector<std::unique_ptr<StagedOp>> ops_;

@@ -76,7 +76,10 @@ Timeline::~Timeline() {
 }
 
 void Timeline::issued(uint64_t seq, uint64_t desc, const char* algo, int nchannels) {
-  // Only the communicator's calling thread issues and completes calls.
+  // Only the communicator's calling thread issues calls; they complete there
+  // too, but for stream-ordered ones, which a progress thread ends: their
+  // slots differ from any the calling thread writes meanwhile (a channel
+  // holds fewer than kPending calls).
   pending_[seq % kPending] = Record{Kind::Call, true, nchannels, seq, desc, algo, -1, -1, nowSeconds(), 0};
 }
 

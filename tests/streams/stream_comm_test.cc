@@ -91,8 +91,20 @@ TEST(StreamComm, OperationsPipelineOnOneStreamInOrder) {
   }, {{"STRATA_GPU_CHUNK_BYTES", "8192"}});
 }
 
+// This rank's line of a stall report (strata_comm_dump): its recent
+// operations, each "done" or "(pending ...)".
+std::string ownLine(strata_comm_t handle, int rank) {
+  std::vector<char> report(1 << 16);
+  if (strata_comm_dump(handle, report.data(), report.size()) != STRATA_SUCCESS) return "dump failed";
+  const std::string text(report.data());
+  const std::string head = "  rank " + std::to_string(rank) + ":";
+  const size_t at = text.find(head);
+  if (at == std::string::npos) return "no line for this rank in: " + text;
+  return text.substr(at, text.find('\n', at) - at);
+}
+
 TEST(StreamComm, AllgatherInPlaceReduceScatterAndAnExchangeOnAStream) {
-  runOnComm(3, [](Comm& comm, strata_comm_t, int rank, int nranks, Reporter& r) {
+  runOnComm(3, [](Comm& comm, strata_comm_t handle, int rank, int nranks, Reporter& r) {
     HostLane lane;
     const size_t count = 5000;
     // allgather in place: this rank's block sits in the output already.
@@ -122,6 +134,12 @@ TEST(StreamComm, AllgatherInPlaceReduceScatterAndAnExchangeOnAStream) {
       if (rsOut[i] != factor * int64_t(rank * count + i)) return r.fail("reduce_scatter [%zu]=%lld", i, (long long)rsOut[i]);
     for (float v : recvBuf)
       if (v != float(prev)) return r.fail("exchange: got %g from rank %d", v, prev);
+    // Nobody waits on a stream-ordered request: its end must still reach the
+    // operation log, or a stall report would call it pending forever.
+    const std::string line = ownLine(handle, rank);
+    if (line.find("#2 reduce_scatter") == std::string::npos || line.find("pending") != std::string::npos ||
+        line.find(formatText("send of 12000 B to rank %d done", next)) == std::string::npos)
+      r.fail("after the stream synchronised, the operation log says: %s", line.c_str());
   }, {{"STRATA_GPU_CHUNK_BYTES", "4096"}});
 }
 
