@@ -29,7 +29,9 @@ Mailbox::~Mailbox() {
 
 void Mailbox::send(c10::intrusive_ptr<StrataWork> work, const at::Tensor& tensor, int dst, int tag) {
   Op op{true, std::move(work), tensor, dst, tag, Clock::now() + timeout_};
-  op.header = Header{tag, bytesOf(tensor)};
+  op.header.tag = tag;
+  op.header.bytes = bytesOf(tensor);
+  if (op.header.bytes <= kInlineBytes) std::memcpy(op.header.data, tensor.data_ptr(), op.header.bytes);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     incoming_.push_back(std::move(op));
@@ -52,8 +54,14 @@ std::string Mailbox::requestError(strata_result_t rc) const {
 }
 
 void Mailbox::loop() {
+  // While something is in flight: poll, yielding the core, a while (a
+  // message's header and payload come microseconds apart), then sleep
+  // longer and longer, as the completion thread does: every wake-up is taken
+  // from the cores that compute.
+  constexpr int kYieldingPolls = 200;
   constexpr std::chrono::microseconds kMinSleep{20}, kMaxSleep{500};
   std::chrono::microseconds idleSleep = kMinSleep;
+  int fruitless = 0;
   const auto wanted = [this] { return stopping_ || !incoming_.empty(); };
   while (true) {
     std::deque<Op> fresh;
@@ -74,12 +82,15 @@ void Mailbox::loop() {
     moved |= pollSends();
     for (int peer = 0; peer < static_cast<int>(inbound_.size()); ++peer) moved |= pollInbound(peer);
     moved |= expire();
-    // Back off while nothing moves, as the completion thread does: every
-    // wake-up is taken from the cores that compute.
-    idleSleep = moved ? kMinSleep : std::min(idleSleep * 2, kMaxSleep);
-    if (!moved) {
+    if (moved) {
+      fruitless = 0;
+      idleSleep = kMinSleep;
+    } else if (++fruitless <= kYieldingPolls) {
+      std::this_thread::yield();
+    } else {
       std::unique_lock<std::mutex> lock(mutex_);
       cv_.wait_for(lock, idleSleep, wanted);
+      idleSleep = std::min(idleSleep * 2, kMaxSleep);
     }
   }
   {
@@ -100,7 +111,7 @@ bool Mailbox::start(Op op) {
   }
   if (op.send) {
     strata_result_t rc = strata_isend(&op.header, sizeof(Header), STRATA_UINT8, op.peer, comm_, &op.sent[0]);
-    if (rc == STRATA_SUCCESS)
+    if (rc == STRATA_SUCCESS && op.header.bytes > kInlineBytes)
       rc = strata_isend(op.tensor.data_ptr(), op.header.bytes, STRATA_UINT8, op.peer, comm_, &op.sent[1]);
     if (rc != STRATA_SUCCESS) {
       // A header without its payload would desynchronise the peer's stream.
@@ -199,19 +210,22 @@ bool Mailbox::pollInbound(int peer) {
                      std::to_string(bytesOf(it->tensor));
       break;
     }
-    void* into = nullptr;
-    if (in.matched && in.refused.empty()) {
-      into = in.into->tensor.data_ptr();
+    const bool intoTensor = in.matched && in.refused.empty();
+    if (in.header.bytes <= kInlineBytes) {
+      const uint8_t* data = in.header.data;
+      if (intoTensor) std::memcpy(in.into->tensor.data_ptr(), data, in.header.bytes);
+      else in.spill.assign(data, data + in.header.bytes);
     } else {
-      in.spill.resize(in.header.bytes);
-      into = in.spill.data();
+      if (!intoTensor) in.spill.resize(in.header.bytes);
+      void* into = intoTensor ? in.into->tensor.data_ptr() : in.spill.data();
+      const strata_result_t posted =
+          strata_irecv(into, in.header.bytes, STRATA_UINT8, peer, comm_, &in.payloadRequest);
+      if (posted != STRATA_SUCCESS) {
+        breakWith("recv from rank " + std::to_string(peer) + ": " + requestError(posted));
+        return true;
+      }
+      isDone = 0;
     }
-    const strata_result_t posted = strata_irecv(into, in.header.bytes, STRATA_UINT8, peer, comm_, &in.payloadRequest);
-    if (posted != STRATA_SUCCESS) {
-      breakWith("recv from rank " + std::to_string(peer) + ": " + requestError(posted));
-      return true;
-    }
-    if (!in.payloadRequest) isDone = 1;  // an empty message: nothing to move
   }
   if (in.payloadRequest) {
     const strata_result_t rc = strata_test(in.payloadRequest, &isDone);

@@ -2,7 +2,8 @@
 // receive takes the first message from its source (or from any rank) whose
 // tag is its own, whatever order the messages were sent in, as gloo and MPI
 // match. strata's own sends and receives match in posting order only, so
-// each message here is a header (tag, bytes) and then its payload; a
+// each message here is a header (tag, bytes, and the payload itself when it
+// is small) and then, unless it was small, its payload; a
 // message that arrives before a receive wants it waits in this rank's
 // memory until one does.
 //
@@ -49,9 +50,12 @@ class Mailbox {
   void recv(c10::intrusive_ptr<StrataWork> work, const at::Tensor& tensor, int src, int tag);
 
  private:
+  // A small message travels inside its header: one message, not two.
+  static constexpr size_t kInlineBytes = 48;
   struct Header {
     int64_t tag;
     uint64_t bytes;
+    uint8_t data[kInlineBytes];  // the payload, when it fits
   };
   using Clock = std::chrono::steady_clock;
   struct Op {  // a torch send or receive
