@@ -221,6 +221,8 @@ RankOutcome allreduceThroughFault(void (*fault)(), bool shrinkAfter = false) {
   }, kFaultEnv);
 }
 
+// Run on three guests (meson test rdma_shrink): the two survivors' shrunk
+// communicator still crosses the RDMA link.
 TEST(IbFaults, RankKilledMidAllreduceThenShrink) {
   const RankOutcome o = allreduceThroughFault([] { raise(SIGKILL); }, /*shrinkAfter=*/true);
   if (myRank() == 1) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the rdma suite: TEST_BINARY once in each of two rdma-vm guests
-# (Soft-RoCE under QEMU), one rank per guest, with the verbs transport forced.
+# Runs the rdma suite: TEST_BINARY once in each of RDMA_VM_GUESTS (default 2)
+# rdma-vm guests (Soft-RoCE under QEMU), one rank per guest, with the verbs
+# transport forced.
 # Exits 77 (skipped) saying why where the guests cannot run: not root, no
 # rdma-vm, or its setup (packages, kernel download) failing.
 #   run_in_guests.sh BUILD_DIR TEST_BINARY SOURCE_ROOT [gtest args...]
@@ -26,10 +27,11 @@ fi
 # The guests see the host's files read-only, and the current directory
 # read-write at the same path: run from the build directory.
 cd "$build" || exit 1
-export STRATA_TRANSPORT=ib RDMA_TEST_PORT=29700 WORLD_SIZE=2 MASTER_ADDR=rdmavm0
+guests=${RDMA_VM_GUESTS:-2}
+export STRATA_TRANSPORT=ib RDMA_TEST_PORT=29700 WORLD_SIZE=$guests MASTER_ADDR=rdmavm0
 command='RANK=$RDMA_VM_NODE exec "$0" "$@"'
 for attempt in 1 2; do
-  "$vm" --nodes 2 --timeout 1200 -- bash -c "$command" "$binary" "$@"
+  "$vm" --nodes "$guests" --timeout 1200 -- bash -c "$command" "$binary" "$@"
   rc=$?
   # 125: a guest did not boot or report, which a loaded host can cause once.
   [ "$rc" -ne 125 ] && exit "$rc"
