@@ -485,7 +485,7 @@ streams::Stager& Comm::stager() {
   if (!stager_) {
     if (!pinned_.alloc) pinned_ = {&gpu::allocPinned, &gpu::freePinned};
     stager_ = std::make_unique<streams::Stager>(pinned_, config_.gpuChunkBytes, config_.gpuStagingCacheBytes);
-    stager_->onEnded([this](const Request& request) { noteDone(request); });
+    stager_->onEnded([this](const Request& r) { noteDone(r.seq, r.p2pGroup, r.status(), /*offThread=*/true); });
   }
   return *stager_;
 }

@@ -182,9 +182,11 @@ class Comm final : public FailureSink {
     if (log::enabled(log::Level::Trace, log::COLL)) traceStart(planned.choice, *ctx);
     if (timeline_) timeline_->issued(seq_, ctx->tag.desc, planned.choice.algo, planned.choice.nchannels);
   }
-  void noteDone(uint64_t seq, uint64_t p2pGroup, const Status& outcome) {
+  // `offThread`: a progress thread ending a stream-ordered operation.
+  void noteDone(uint64_t seq, uint64_t p2pGroup, const Status& outcome, bool offThread = false) {
     if (outcome.isOk()) {
-      opLog_.done(seq);
+      if (offThread) opLog_.doneOffThread(seq);
+      else opLog_.done(seq);
       opLog_.p2pDone(p2pGroup);
     }
     if (timeline_ && seq) timeline_->completed(seq, outcome.isOk());
