@@ -41,6 +41,12 @@ enum AllreduceTraits : uint32_t {
   // their size chooses (STRATA_ONESHOT_BYTES).
   kForcesDirect = 32,
   kForcesPipelined = 64,
+  // Every element is in_0 op in_1 op ... op in_{n-1}, in rank order, on every
+  // rank, at any chunking: the algorithms with it give each other's bits, so
+  // reproducible mode (STRATA_REPRODUCIBLE) chooses among them alone.
+  kRankOrder = 128,
+  // The cost model considers it only in reproducible mode.
+  kReproducibleOnly = 256,
 };
 
 struct AllreduceAlgorithm {

@@ -45,6 +45,6 @@ double oneshotUs(const CostView& v, double bytes) {
 
 const AllreduceAlgorithm kOneShotAllreduce{
     "oneshot", "every rank sends its buffer to every other and folds them all", buildOneShotAllreduce,
-    oneshotUs, kInputStable | kSameBitsAnyChunking | kOneSlot | kUpToOneshotBytes | kForcesDirect};
+    oneshotUs, kInputStable | kSameBitsAnyChunking | kRankOrder | kOneSlot | kUpToOneshotBytes | kForcesDirect};
 
 }  // namespace strata

@@ -26,14 +26,25 @@ double estimateUs(const CostModel& model, const AllreduceAlgorithm& algo, const 
 }
 
 Status Tuning::create(const std::string& forcedAlgo, size_t oneshotBytes, const CostModel& model,
-                      const PlanShape& shape, Tuning* out) {
+                      const PlanShape& shape, bool reproducible, Tuning* out) {
   Tuning t;
   STRATA_CHECK(parseForcedAlgo(forcedAlgo, &t.forced_));
+  if (reproducible && t.forced_ && !t.forced_->has(kRankOrder)) {
+    std::string names;
+    for (const AllreduceAlgorithm* a : allreduceAlgorithms())
+      if (a->has(kRankOrder)) names += std::string(names.empty() ? "" : " or ") + a->name;
+    return makeErrorQuiet(STRATA_ERR_INVALID_ARGUMENT,
+                          "STRATA_ALGO=%s does not fold every rank's input in rank order, so its results "
+                          "would depend on it; with STRATA_REPRODUCIBLE=1 force %s, or none",
+                          t.forced_->name, names.c_str());
+  }
+  t.reproducible_ = reproducible;
   t.oneshotBytes_ = oneshotBytes;
   for (int k = 0; k < kBuckets; ++k) {
     const uint64_t bytes = uint64_t(1) << k;
     double best = std::numeric_limits<double>::infinity();
     for (const AllreduceAlgorithm* a : allreduceAlgorithms()) {
+      if (reproducible ? !a->has(kRankOrder) : a->has(kReproducibleOnly)) continue;
       double us = estimateUs(model, *a, shape, bytes, oneshotBytes);
       if (us < best) {
         best = us;
@@ -67,13 +78,13 @@ Status Tuning::chooseAllreduce(const PlanShape& shape, uint64_t count, Allreduce
 }
 
 bool Tuning::useDirect(uint64_t bytes) const {
-  if (forced_ && forced_->has(kForcesDirect)) return true;
+  if (reproducible_ || (forced_ && forced_->has(kForcesDirect))) return true;
   if (forced_ && forced_->has(kForcesPipelined)) return false;
   return bytes <= oneshotBytes_;
 }
 
 std::string Tuning::describe() const {
-  if (forced_) return std::string(forced_->name) + " (STRATA_ALGO)";
+  if (forced_) return std::string(forced_->name) + " (STRATA_ALGO)" + (reproducible_ ? ", reproducible" : "");
   auto size = [](int k) {
     char buf[32];
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -88,7 +99,7 @@ std::string Tuning::describe() const {
     out += size(start) + (k == kBuckets ? "+" : "-" + size(k - 1)) + " " + byLog2_[start]->name;
     start = k;
   }
-  return out;
+  return reproducible_ ? out + " (reproducible: rank-order folds only)" : out;
 }
 
 }  // namespace strata

@@ -32,20 +32,25 @@ struct AllreduceChoice {
 class Tuning {
  public:
   // shape: the communicator's (rank, size, channels, slot, layout).
+  // reproducible: only algorithms with kRankOrder, and the direct forms of
+  // reduce and reduce_scatter (which fold in rank order too); forcing
+  // another algorithm fails.
   static Status create(const std::string& forcedAlgo, size_t oneshotBytes, const CostModel& model,
-                       const PlanShape& shape, Tuning* out);
+                       const PlanShape& shape, bool reproducible, Tuning* out);
 
   Status chooseAllreduce(const PlanShape& shape, uint64_t count, AllreduceChoice* choice) const;
   // Other collectives: the direct (one-hop) algorithms for small sizes, else
   // rings and chains; a forced algorithm with kForcesDirect or
-  // kForcesPipelined forces one side.
+  // kForcesPipelined forces one side, as reproducible mode forces direct.
   bool useDirect(uint64_t bytes) const;
+  bool reproducible() const { return reproducible_; }
   // "8B-4KiB oneshot, 8KiB-64KiB hd, 128KiB+ ring" (or the forced algorithm).
   std::string describe() const;
 
  private:
   static constexpr int kBuckets = 48;  // up to 2^47 bytes
   const AllreduceAlgorithm* forced_ = nullptr;
+  bool reproducible_ = false;
   size_t oneshotBytes_ = 0;
   std::array<const AllreduceAlgorithm*, kBuckets> byLog2_{};  // by ceil(log2(bytes))
 };

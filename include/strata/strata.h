@@ -126,8 +126,11 @@ STRATA_API strata_result_t strata_comm_init_rank(strata_comm_t* comm, int nranks
 typedef struct {
   size_t size;            /* sizeof(strata_config_t) */
   double timeout_seconds; /* STRATA_TIMEOUT for this communicator's operations */
+  /* 1: reproducible results (STRATA_REPRODUCIBLE=1 for this communicator;
+   * strata_comm_is_reproducible says what it means), -1: not, 0: the variable. */
+  int reproducible;
 } strata_config_t;
-#define STRATA_CONFIG_INITIALIZER {sizeof(strata_config_t), 0.0}
+#define STRATA_CONFIG_INITIALIZER {sizeof(strata_config_t), 0.0, 0}
 
 /* strata_comm_init_rank with settings of its own (config NULL: none).
  * STRATA_ERR_INVALID_ARGUMENT names a field that is out of range.
@@ -257,6 +260,18 @@ STRATA_API strata_result_t strata_comm_check(strata_comm_t comm, char* report, s
 
 STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank);
 STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size);
+
+/* *reproducible = 1 when comm runs in reproducible mode (STRATA_REPRODUCIBLE=1,
+ * or its config's `reproducible`): allreduce, reduce and reduce_scatter then
+ * give the same bits, for the same inputs on the same number of ranks,
+ * whatever the algorithm, channel count, slot size, transports, ranks per
+ * node and buffer sizes of the job (every element is folded in rank order,
+ * in_0 op in_1 op ... op in_{n-1}, every datatype and op, AVG included).
+ * Only the algorithms that fold in rank order run ("oneshot", "ordered");
+ * forcing another with STRATA_ALGO fails the init. GPU buffers are staged
+ * through host memory in this mode. Otherwise 0: the same configuration
+ * gives the same bits, another may not. */
+STRATA_API strata_result_t strata_comm_is_reproducible(strata_comm_t comm, int* reproducible);
 
 /* The algorithm comm would run `collective` with ("allreduce", "broadcast",
  * "reduce", "allgather", "reduce_scatter" or "alltoall") on `count` elements

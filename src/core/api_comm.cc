@@ -95,6 +95,13 @@ Status overridesOf(const strata_config_t* config, CommOverrides* out) {
     return STRATA_INVALID_ARG("config->timeout_seconds=%g must be 0 (STRATA_TIMEOUT) or a positive number of seconds",
                               config->timeout_seconds);
   out->timeoutSeconds = config->timeout_seconds;
+  // A program built against the first strata_config_t has no field for it.
+  if (config->size >= offsetof(strata_config_t, reproducible) + sizeof(config->reproducible)) {
+    if (config->reproducible < -1 || config->reproducible > 1)
+      return STRATA_INVALID_ARG("config->reproducible=%d must be 1 (on), -1 (off) or 0 (STRATA_REPRODUCIBLE)",
+                                config->reproducible);
+    out->reproducible = config->reproducible;
+  }
   return Status::ok();
 }
 
@@ -367,6 +374,15 @@ STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size) try {
   Status s = api::ready(comm);
   if (!s.isOk()) return finish(s, comm);
   *size = comm->impl->size();
+  return STRATA_SUCCESS;
+} STRATA_CATCH_ESCAPES
+
+STRATA_API strata_result_t strata_comm_is_reproducible(strata_comm_t comm, int* reproducible) try {
+  if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  if (!reproducible) return finish(STRATA_INVALID_ARG("reproducible (the output pointer) is NULL"), comm);
+  Status s = api::ready(comm);
+  if (!s.isOk()) return finish(s, comm);
+  *reproducible = comm->impl->reproducible() ? 1 : 0;
   return STRATA_SUCCESS;
 } STRATA_CATCH_ESCAPES
 

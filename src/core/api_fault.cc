@@ -34,6 +34,7 @@ Status checkMaker(strata_comm* comm, const char* call) {
 strata_config_t inheritedConfig(const Comm& parent) {
   strata_config_t config = STRATA_CONFIG_INITIALIZER;
   config.timeout_seconds = parent.overrides().timeoutSeconds;
+  config.reproducible = parent.overrides().reproducible;
   return config;
 }
 

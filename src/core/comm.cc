@@ -82,7 +82,7 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
   shape_ = PlanShape{rank_, nranks_, nchannels, config_.slotBytes, 0, &layout_};
   p2pSeqs_.sent.assign(nranks_, 0);
   p2pSeqs_.received.assign(nranks_, 0);
-  STRATA_CHECK(Tuning::create(config_.algo, config_.oneshotBytes, config_.cost, shape_, &tuning_));
+  STRATA_CHECK(Tuning::create(config_.algo, config_.oneshotBytes, config_.cost, shape_, config_.reproducible, &tuning_));
   isa_ = kernels::selectedIsa();
 
   STRATA_CHECK(connectTransports(self));
@@ -344,7 +344,7 @@ Status Comm::connectDevice() {
   }
   // Ring and chain plans only: a direct plan's fold of more than two
   // ranks goes through a host scratch buffer.
-  STRATA_CHECK(Tuning::create("ring", config_.oneshotBytes, config_.cost, deviceShape_, &deviceTuning_));
+  STRATA_CHECK(Tuning::create("ring", config_.oneshotBytes, config_.cost, deviceShape_, false, &deviceTuning_));
   device_ = gpu::currentDevice();
   for (int ch = 0; ch < shape_.nchannels; ++ch) {
     // Read only by whoever drives a device operation, which is queued after
@@ -498,7 +498,9 @@ Status Comm::checkStreamsDriven() const {
 }
 
 bool Comm::onDevice(const streams::PartSpec& part, const streams::PreMul& premul) const {
-  if (!deviceWanted_ || premul.set || part.in.bytes + part.out.bytes == 0) return false;
+  // Reproducible mode stages through host memory: on device memory, plans
+  // beyond two ranks are rings and chains (deviceTuning_), not rank-order folds.
+  if (!deviceWanted_ || premul.set || part.in.bytes + part.out.bytes == 0 || config_.reproducible) return false;
   auto reached = [&](const streams::UserBuffer& b) {
     return b.bytes == 0 || b.kind == gpu::MemKind::Managed || b.kind == gpu::MemKind::PinnedHost ||
            (b.kind == gpu::MemKind::Device && b.device == device_);

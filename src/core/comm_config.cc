@@ -32,6 +32,9 @@ Status CommConfig::fromParams(const CommOverrides& overrides, CommConfig* out) {
   c.nchannels = static_cast<int>(params::nchannels());
   c.spin = params::spinCount();
   c.algo = params::algo();
+  if (params::reproducible() != 0 && params::reproducible() != 1)
+    return STRATA_INVALID_ARG("STRATA_REPRODUCIBLE=%lld must be 0 or 1", (long long)params::reproducible());
+  c.reproducible = overrides.reproducible != 0 ? overrides.reproducible > 0 : params::reproducible() == 1;
   c.oneshotBytes = static_cast<size_t>(std::max<int64_t>(0, params::oneshotBytes()));
   STRATA_CHECK(parseLinkCost(params::costShm(), "STRATA_COST_SHM", &c.cost.shm));
   STRATA_CHECK(parseLinkCost(params::costNet(), "STRATA_COST_NET", &c.cost.net));

@@ -16,6 +16,7 @@ namespace strata {
 // What strata_comm_init_rank_config set for one communicator (0: the registry's value).
 struct CommOverrides {
   double timeoutSeconds = 0;
+  int reproducible = 0;  // 1 on, -1 off
 };
 
 struct CommConfig {
@@ -26,6 +27,7 @@ struct CommConfig {
   size_t slotBytes = 0;       // STRATA_SLOT_BYTES
   int nslots = 0;             // STRATA_NSLOTS
   std::string algo;           // STRATA_ALGO
+  bool reproducible = false;  // STRATA_REPRODUCIBLE
   size_t oneshotBytes = 0;    // STRATA_ONESHOT_BYTES
   CostModel cost;             // STRATA_COST_SHM, STRATA_COST_NET
   size_t ntBytes = 0;         // STRATA_NT_BYTES

@@ -255,15 +255,17 @@ TEST(Plans, SelectionFollowsTheModelAndOverrides) {
   PlanShape shape{0, 4, 2, 262144, 4, &twoByTwo};
   const CostModel model{{1, 4}, {30, 1}};
   Tuning t;
-  ASSERT_TRUE(Tuning::create("", 16384, model, shape, &t).isOk());
+  ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
   // The table holds the model's cheapest algorithm at each size.
   for (uint64_t bytes : {uint64_t(8), uint64_t(4096), uint64_t(1) << 20, uint64_t(256) << 20}) {
     AllreduceChoice c;
     ASSERT_TRUE(t.chooseAllreduce(shape, bytes / 4, &c).isOk());
     double chosen = estimateUs(model, *c.algo, shape, bytes, 16384);
-    for (const AllreduceAlgorithm* a : allreduceAlgorithms())
+    for (const AllreduceAlgorithm* a : allreduceAlgorithms()) {
+      if (a->has(kReproducibleOnly)) continue;
       EXPECT_LE(chosen, estimateUs(model, *a, shape, bytes, 16384) * 1.0000001)
           << bytes << " bytes: " << c.algo->name << " chosen over " << a->name << " (" << t.describe() << ")";
+    }
   }
   // Small sizes are latency-bound: the ring's 6 network hops lose.
   AllreduceChoice c;
@@ -271,27 +273,27 @@ TEST(Plans, SelectionFollowsTheModelAndOverrides) {
   EXPECT_NE(c.algo, &kRingAllreduce);
   EXPECT_EQ(c.nchannels, 1);
   // One-shot is never picked beyond its limit.
-  ASSERT_TRUE(Tuning::create("", 0, model, shape, &t).isOk());
+  ASSERT_TRUE(Tuning::create("", 0, model, shape, false, &t).isOk());
   ASSERT_TRUE(t.chooseAllreduce(shape, 2, &c).isOk());
   EXPECT_NE(c.algo, &kOneShotAllreduce);
 
-  ASSERT_TRUE(Tuning::create("ring", 16384, model, shape, &t).isOk());
+  ASSERT_TRUE(Tuning::create("ring", 16384, model, shape, false, &t).isOk());
   ASSERT_TRUE(t.chooseAllreduce(shape, 2, &c).isOk());
   EXPECT_EQ(c.algo, &kRingAllreduce);
   EXPECT_FALSE(t.useDirect(8));
-  ASSERT_TRUE(Tuning::create("oneshot", 16384, model, shape, &t).isOk());
+  ASSERT_TRUE(Tuning::create("oneshot", 16384, model, shape, false, &t).isOk());
   EXPECT_EQ(t.chooseAllreduce(shape, 1 << 20, &c).code(), STRATA_ERR_INVALID_USAGE);
   EXPECT_TRUE(t.useDirect(1 << 20));
-  ASSERT_TRUE(Tuning::create("hd", 16384, model, shape, &t).isOk());
+  ASSERT_TRUE(Tuning::create("hd", 16384, model, shape, false, &t).isOk());
   ASSERT_TRUE(t.chooseAllreduce(shape, 1 << 20, &c).isOk());
   EXPECT_EQ(c.algo, &kHalvingDoubling);
   EXPECT_EQ(c.nchannels, 2);
-  Status bad = Tuning::create("bogus", 16384, model, shape, &t);
+  Status bad = Tuning::create("bogus", 16384, model, shape, false, &t);
   EXPECT_EQ(bad.code(), STRATA_ERR_INVALID_ARGUMENT);
   EXPECT_NE(bad.message().find("STRATA_ALGO='bogus'"), std::string::npos) << bad.message();
   // Every registered name is one STRATA_ALGO takes, and the error lists it.
   for (const AllreduceAlgorithm* a : allreduceAlgorithms()) {
-    ASSERT_TRUE(Tuning::create(a->name, 16384, model, shape, &t).isOk()) << a->name;
+    ASSERT_TRUE(Tuning::create(a->name, 16384, model, shape, false, &t).isOk()) << a->name;
     EXPECT_EQ(t.describe(), std::string(a->name) + " (STRATA_ALGO)");
     EXPECT_NE(bad.message().find(a->name), std::string::npos) << bad.message();
   }
@@ -459,6 +461,76 @@ TEST(Plans, SameBitsAtAnyChunkingWhereTheRegistrySaysSo) {
             << algo->name << " op " << op << " on " << n << " ranks";
       }
     }
+  }
+}
+
+// The algorithms with kRankOrder (reproducible mode's) give the rank-order
+// fold in_0 + in_1 + ... + in_{n-1}, computed here in float: bit for bit, at
+// any rank count, layout, channel count and slot size, in place or not.
+TEST(Plans, RankOrderAlgorithmsGiveTheRankOrderFoldBitForBit) {
+  for (const auto& nodeOf : std::vector<std::vector<int>>{
+           {0}, {0, 0}, {0, 1}, {0, 0, 0}, {0, 0, 1, 1}, {0, 0, 1, 1, 1}, {0, 1, 0, 1, 2, 2}, {0, 0, 0, 0, 1, 1, 1, 1}}) {
+    const int n = static_cast<int>(nodeOf.size());
+    const Layout layout = layoutOf(nodeOf);
+    int ran = 0;
+    for (const AllreduceAlgorithm* algo : allreduceAlgorithms()) {
+      if (!algo->has(kRankOrder)) continue;
+      for (int channels : {1, 2, 3})
+        for (size_t slot : {kSlotBytes, kSlotBytes / 4})
+          for (bool inPlace : {false, true}) {
+            // Oneshot carries one slot; the others also a buffer of many slots.
+            const uint64_t count = algo->has(kOneSlot) ? slot / 4 / 2 - 3 : 3 * kSlotBytes / 4 + 37;
+            if (algo->has(kOneSlot) && channels > 1) continue;
+            std::vector<std::vector<char>> in(n, std::vector<char>(count * 4)), out = in;
+            std::vector<float> want(count, 0.0f);
+            for (int r = 0; r < n; ++r)
+              for (uint64_t i = 0; i < count; ++i) {
+                const float v = inexactValue(r, i);
+                reinterpret_cast<float*>(in[r].data())[i] = v;
+                want[i] = r == 0 ? v : want[i] + v;
+              }
+            for (const Status& st :
+                 runAllreduce(n, channels, *algo, STRATA_FLOAT32, STRATA_SUM, count, in, out, inPlace, 0, &layout, slot))
+              ASSERT_TRUE(st.isOk()) << st.message();
+            for (int r = 0; r < n; ++r)
+              ASSERT_EQ(std::memcmp((inPlace ? in : out)[r].data(), want.data(), count * 4), 0)
+                  << algo->name << " on " << n << " ranks, " << channels << " channels, slot " << slot
+                  << (inPlace ? ", in place" : "") << ": rank " << r << " differs from the rank-order fold";
+            ++ran;
+          }
+    }
+    EXPECT_GT(ran, 0);
+  }
+}
+
+// Reproducible mode picks rank-order algorithms at every size, forces the
+// direct forms of reduce and reduce_scatter, and refuses a forced algorithm
+// that folds in another order.
+TEST(Plans, ReproducibleTuningUsesRankOrderFoldsOnly) {
+  const Layout twoByTwo = Layout::blocks(4, 2);
+  PlanShape shape{0, 4, 2, 262144, 4, &twoByTwo};
+  const CostModel model{{1, 4}, {30, 1}};
+  Tuning t;
+  ASSERT_TRUE(Tuning::create("", 16384, model, shape, true, &t).isOk());
+  EXPECT_TRUE(t.reproducible());
+  for (uint64_t bytes = 4; bytes <= (uint64_t(1) << 30); bytes *= 4) {
+    AllreduceChoice c;
+    ASSERT_TRUE(t.chooseAllreduce(shape, bytes / 4, &c).isOk());
+    EXPECT_TRUE(c.algo->has(kRankOrder)) << bytes << " bytes: " << c.algo->name;
+    EXPECT_TRUE(t.useDirect(bytes));
+  }
+  EXPECT_NE(t.describe().find("reproducible"), std::string::npos) << t.describe();
+  ASSERT_TRUE(Tuning::create("ordered", 16384, model, shape, true, &t).isOk());
+  Status refused = Tuning::create("ring", 16384, model, shape, true, &t);
+  EXPECT_EQ(refused.code(), STRATA_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(refused.message().find("STRATA_ALGO=ring"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("ordered"), std::string::npos) << refused.message();
+  // Outside the mode the cost model never picks "ordered" by itself.
+  ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
+  for (uint64_t bytes = 4; bytes <= (uint64_t(1) << 30); bytes *= 4) {
+    AllreduceChoice c;
+    ASSERT_TRUE(t.chooseAllreduce(shape, bytes / 4, &c).isOk());
+    EXPECT_FALSE(c.algo->has(kReproducibleOnly)) << bytes << " bytes: " << c.algo->name;
   }
 }
 
