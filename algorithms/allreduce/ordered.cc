@@ -5,9 +5,9 @@
 // into n blocks; rank r sends block b of its input to rank b, folds block r
 // of every rank's input straight out of the slots (ReduceAll), then sends the
 // result to every rank and receives theirs: a direct reduce-scatter, then a
-// direct allgather. Bytes on the wire per rank: 2(n-1)/n of the buffer, as
-// the ring's; each phase's sends all go before its receives, so ranks never
-// wait on each other's full FIFOs.
+// direct allgather, the next slice's blocks leaving before this slice's
+// results come back. Bytes on the wire per rank: 2(n-1)/n of the buffer, as
+// the ring's.
 //
 // Not picked by the cost model outside reproducible mode: the ring and
 // halving-doubling move the same bytes with fewer connectors at once.
@@ -25,25 +25,38 @@ void buildOrderedAllreduce(const PlanShape& shape, uint64_t count, int nchannels
   const uint64_t align = shape.alignElems();
   const uint64_t sliceMax = shape.slotElems() * n;
   forEachChannel(shape, count, nchannels, plans, [&](std::vector<Step>& steps, Range all) {
-    for (uint64_t slice = all.begin; slice < all.end; slice += sliceMax) {
+    // Slice k's block b: [begin(k, b), begin(k, b + 1)).
+    auto begin = [&](uint64_t slice, int b) {
       const uint64_t len = std::min(sliceMax, all.end - slice);
       uint64_t blockElems = (len + n - 1) / n;
       blockElems = (blockElems + align - 1) / align * align;
-      auto begin = [&](int b) { return slice + std::min(len, uint64_t(b) * blockElems); };
-      auto size = [&](int b) { return begin(b + 1) - begin(b); };
+      return slice + std::min(len, uint64_t(b) * blockElems);
+    };
+    auto size = [&](uint64_t slice, int b) { return begin(slice, b + 1) - begin(slice, b); };
+    auto scatter = [&](uint64_t slice) {  // block b of this rank's input to rank b
       for (int i = 1; i < n; ++i) {
         const int peer = (r + i) % n;
-        if (size(peer) > 0) steps.push_back({Prim::Send, 0, -1, peer, begin(peer), begin(peer), size(peer)});
+        if (size(slice, peer) > 0)
+          steps.push_back({Prim::Send, 0, -1, peer, begin(slice, peer), begin(slice, peer), size(slice, peer)});
       }
-      if (size(r) > 0) steps.push_back({Prim::ReduceAll, 0, -1, -1, begin(r), begin(r), size(r)});
-      for (int i = 1; i < n && size(r) > 0; ++i) {
-        Step s{Prim::Send, 0, -1, (r + i) % n, begin(r), begin(r), size(r)};
+    };
+    scatter(all.begin);
+    for (uint64_t slice = all.begin; slice < all.end; slice += sliceMax) {
+      const uint64_t own = begin(slice, r), ownSize = size(slice, r);
+      if (ownSize > 0) steps.push_back({Prim::ReduceAll, 0, -1, -1, own, own, ownSize});
+      for (int i = 1; i < n && ownSize > 0; ++i) {
+        Step s{Prim::Send, 0, -1, (r + i) % n, own, own, ownSize};
         s.flags = kInFromOutput;
         steps.push_back(s);
       }
+      // The next slice's blocks leave before this one's results arrive, so
+      // that their owners can fold them meanwhile. Each connector still
+      // carries one rank's messages in the order its peer takes them.
+      if (slice + sliceMax < all.end) scatter(slice + sliceMax);
       for (int i = 1; i < n; ++i) {
         const int owner = (r + n - i) % n;
-        if (size(owner) > 0) steps.push_back({Prim::Recv, 0, owner, -1, begin(owner), begin(owner), size(owner)});
+        if (size(slice, owner) > 0)
+          steps.push_back({Prim::Recv, 0, owner, -1, begin(slice, owner), begin(slice, owner), size(slice, owner)});
       }
     }
   });

@@ -46,11 +46,16 @@ void printAlgorithms() {
     if (a->has(kOneSlot)) limits = "one slot (`STRATA_SLOT_BYTES`)";
     if (a->has(kUpToOneshotBytes))
       limits += std::string(limits.empty() ? "" : "; ") + "chosen up to `STRATA_ONESHOT_BYTES`";
+    if (a->has(kReproducibleOnly))
+      limits += std::string(limits.empty() ? "" : "; ") + "chosen only with `STRATA_REPRODUCIBLE=1`";
     const char* forces = a->has(kForcesDirect)      ? "direct broadcast, reduce, reduce_scatter"
                          : a->has(kForcesPipelined) ? "chains for broadcast and reduce, ring reduce_scatter"
                                                     : "nothing: their size decides";
     std::printf("| `%s` | %s | %s | %s | %s | %s |\n", a->name, escapeCell(a->summary).c_str(), stable,
-                a->has(kSameBitsAnyChunking) ? "yes" : "no", limits.empty() ? "none" : limits.c_str(), forces);
+                a->has(kRankOrder)             ? "yes, rank order (reproducible mode runs it)"
+                : a->has(kSameBitsAnyChunking) ? "yes"
+                                               : "no",
+                limits.empty() ? "none" : limits.c_str(), forces);
   }
 }
 

@@ -136,7 +136,7 @@ TEST(Reproducible, SameBitsWhateverTheAlgorithmChannelsSlotsAndTransport) {
   const std::vector<Env> modes = {
       {{"STRATA_REPRODUCIBLE", "1"}},
       {{"STRATA_REPRODUCIBLE", "1"}, {"STRATA_ALGO", "ordered"}, {"STRATA_NCHANNELS", "4"},
-       {"STRATA_SLOT_BYTES", "4096"}},
+       {"STRATA_SLOT_BYTES", "4096"}, {"STRATA_NSLOTS", "2"}},
       {{"STRATA_REPRODUCIBLE", "1"}, {"STRATA_TRANSPORT", "tcp"}, {"STRATA_NCHANNELS", "2"},
        {"STRATA_SLOT_BYTES", "16384"}, {"STRATA_ONESHOT_BYTES", "0"}},
   };
