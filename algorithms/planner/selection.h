@@ -44,6 +44,8 @@ class Tuning {
   // kForcesPipelined forces one side, as reproducible mode forces direct.
   bool useDirect(uint64_t bytes) const;
   bool reproducible() const { return reproducible_; }
+  const AllreduceAlgorithm* forced() const { return forced_; }  // STRATA_ALGO's, or null
+  size_t oneshotBytes() const { return oneshotBytes_; }
   // "8B-4KiB oneshot, 8KiB-64KiB hd, 128KiB+ ring" (or the forced algorithm).
   std::string describe() const;
 

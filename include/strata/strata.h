@@ -273,21 +273,38 @@ STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size);
  * gives the same bits, another may not. */
 STRATA_API strata_result_t strata_comm_is_reproducible(strata_comm_t comm, int* reproducible);
 
-/* The algorithm comm would run `collective` with ("allreduce", "broadcast",
- * "reduce", "allgather", "reduce_scatter" or "alltoall") on `count` elements
- * of `datatype` (per rank for allgather, reduce_scatter and alltoall): its
- * name ("ring", "oneshot", "rd", "hd", "tree", "hier", "direct", "chain",
- * "pairwise"), at most 15 characters, written NUL-terminated into name (len
- * bytes), and, when nchannels is not NULL, the channels it would use. Local:
- * every rank gets the same answer without communicating. */
 /* The transport that carries comm's traffic between this rank and `peer`
  * ("shm", "ib", "tcp", or "self" for this rank), written NUL-terminated into
  * name (len bytes; 8 are always enough). */
 STRATA_API strata_result_t strata_comm_peer_transport(strata_comm_t comm, int peer, char* name, size_t len);
 
+/* The algorithm comm would run `collective` with ("allreduce", "broadcast",
+ * "reduce", "allgather", "reduce_scatter" or "alltoall") on `count` elements
+ * of `datatype` (per rank for allgather, reduce_scatter and alltoall): its
+ * name ("ring", "oneshot", "rd", "hd", "tree", "hier", "ordered", "direct",
+ * "chain", "pairwise"), at most 15 characters, written NUL-terminated into name (len
+ * bytes), and, when nchannels is not NULL, the channels it would use. Local:
+ * every rank gets the same answer without communicating. */
 STRATA_API strata_result_t strata_comm_algorithm(strata_comm_t comm, const char* collective, size_t count,
                                                  strata_datatype_t datatype, char* name, size_t len,
                                                  int* nchannels);
+
+/* Why: what comm would do for `collective` on `count` elements of `datatype`
+ * (as strata_comm_algorithm takes them), as one JSON object written
+ * NUL-terminated into record (len bytes): "algorithm" and "channels" (what
+ * strata_comm_algorithm answers), "decided_by" (STRATA_ALGO, the cost model,
+ * reproducible mode, or the size rule of broadcast, reduce and
+ * reduce_scatter), "candidates" (every allreduce algorithm with the cost
+ * model's estimate in microseconds, null where it cannot carry the size, and
+ * "why_not" where it was not considered), "transports" (to each rank, by
+ * rank), "slot_bytes", "progress_threads", "reproducible", and "by_size"
+ * (the allreduce table of the communicator). *needed (when not NULL) gets
+ * the record's size with its NUL; a record too small gets
+ * STRATA_ERR_INVALID_ARGUMENT naming len and that size. Local, like
+ * strata_comm_algorithm. strata-info --explain prints it for a job. */
+STRATA_API strata_result_t strata_comm_explain(strata_comm_t comm, const char* collective, size_t count,
+                                               strata_datatype_t datatype, char* record, size_t len,
+                                               size_t* needed);
 
 /* recvbuf[i] = op over ranks of sendbuf[i], for i < count. In place when
  * sendbuf == recvbuf. Buffers may not otherwise overlap. Blocking. */

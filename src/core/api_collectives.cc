@@ -425,9 +425,9 @@ strata_result_t barrier(strata_comm* comm, strata_request_t* request) {
   return issue(comm, makeCall(Coll::Barrier, nullptr, nullptr, 1, STRATA_UINT8), false, request);
 }
 
-strata_result_t algorithm(strata_comm* comm, const char* collective, size_t count,
-                          strata_datatype_t datatype, char* name, size_t len, int* nchannels) {
-  STRATA_TRY(checkComm(comm));
+// The call strata_comm_algorithm and strata_comm_explain ask about, checked.
+Status queryCall(strata_comm* comm, const char* collective, size_t count, strata_datatype_t datatype,
+                 CollCall* call) {
   static const struct {
     const char* name;
     Coll coll;
@@ -435,21 +435,45 @@ strata_result_t algorithm(strata_comm* comm, const char* collective, size_t coun
   } kColls[] = {{"allreduce", Coll::Allreduce, 1},       {"broadcast", Coll::Broadcast, 1},
                 {"reduce", Coll::Reduce, 1},             {"allgather", Coll::Allgather, 0},
                 {"reduce_scatter", Coll::ReduceScatter, 0}, {"alltoall", Coll::Alltoall, 0}};
-  if (!collective) return finish(STRATA_INVALID_ARG("collective is NULL"), comm);
+  if (!collective) return STRATA_INVALID_ARG("collective is NULL");
   const auto* found = std::find_if(std::begin(kColls), std::end(kColls),
                                    [&](const auto& c) { return std::strcmp(c.name, collective) == 0; });
   if (found == std::end(kColls))
-    return finish(STRATA_INVALID_ARG("collective='%.64s' is not one of allreduce, broadcast, reduce, "
-                                     "allgather, reduce_scatter, alltoall", collective),
-                  comm);
-  STRATA_TRY(checkDatatype(datatype));
+    return STRATA_INVALID_ARG("collective='%.64s' is not one of allreduce, broadcast, reduce, "
+                              "allgather, reduce_scatter, alltoall", collective);
+  STRATA_CHECK(checkDatatype(datatype));
   const uint64_t blocks = found->blocks ? found->blocks : static_cast<uint64_t>(comm->impl->size());
-  STRATA_TRY(checkCount("count", count, blocks, datatype));
+  STRATA_CHECK(checkCount("count", count, blocks, datatype));
+  *call = makeCall(found->coll, nullptr, nullptr, count, datatype, STRATA_SUM);
+  return Status::ok();
+}
+
+strata_result_t algorithm(strata_comm* comm, const char* collective, size_t count,
+                          strata_datatype_t datatype, char* name, size_t len, int* nchannels) {
+  STRATA_TRY(checkComm(comm));
+  CollCall call;
+  STRATA_TRY(queryCall(comm, collective, count, datatype, &call));
   if (!name || len == 0) return finish(STRATA_INVALID_ARG("name is NULL or len is 0"), comm);
   PlanChoice choice;
-  STRATA_TRY(comm->impl->choose(makeCall(found->coll, nullptr, nullptr, count, datatype, STRATA_SUM), &choice));
+  STRATA_TRY(comm->impl->choose(call, &choice));
   std::snprintf(name, len, "%s", choice.algo);
   if (nchannels) *nchannels = choice.nchannels;
+  return STRATA_SUCCESS;
+}
+
+strata_result_t explain(strata_comm* comm, const char* collective, size_t count, strata_datatype_t datatype,
+                        char* record, size_t len, size_t* needed) {
+  STRATA_TRY(checkComm(comm));
+  CollCall call;
+  STRATA_TRY(queryCall(comm, collective, count, datatype, &call));
+  std::string json;
+  STRATA_TRY(comm->impl->explain(call, &json));
+  if (needed) *needed = json.size() + 1;
+  if (!record || len < json.size() + 1)
+    return finish(STRATA_INVALID_ARG("record holds %zu bytes (len); the record needs %zu", record ? len : size_t(0),
+                                     json.size() + 1),
+                  comm);
+  std::memcpy(record, json.c_str(), json.size() + 1);
   return STRATA_SUCCESS;
 }
 
@@ -687,6 +711,12 @@ STRATA_API strata_result_t strata_comm_algorithm(strata_comm_t comm, const char*
                                                  strata_datatype_t datatype, char* name, size_t len,
                                                  int* nchannels) try {
   return api::algorithm(comm, collective, count, datatype, name, len, nchannels);
+} STRATA_CATCH_ESCAPES
+
+STRATA_API strata_result_t strata_comm_explain(strata_comm_t comm, const char* collective, size_t count,
+                                               strata_datatype_t datatype, char* record, size_t len,
+                                               size_t* needed) try {
+  return api::explain(comm, collective, count, datatype, record, len, needed);
 } STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_wait(strata_request_t request) try {

@@ -398,6 +398,7 @@ Status Comm::build(const CollCall& call, PlannedCall* planned) {
 }
 
 Status Comm::planMiss(const CollCall& call, const PlannedCall** planned) {
+  if (log::enabled(log::Level::Info, log::ALGO)) logFirstDecision(call);
   if (PlanKey::cacheable(call)) {
     PlannedCall built;
     STRATA_CHECK(build(call, &built));

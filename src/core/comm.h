@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,13 @@ class Comm final : public FailureSink {
 
   // The algorithm and channels `call` would run with.
   Status choose(const CollCall& call, PlanChoice* choice) const;
+  // What `call` would do and why, as one JSON object (explain.cc): the
+  // choice of choose(), the rule that made it, every candidate's estimate,
+  // and the transport to each peer.
+  Status explain(const CollCall& call, std::string* json) const;
+  // STRATA_DEBUG=INFO: the first call of each collective in each power-of-two
+  // size class logs what it runs and why (explain.cc).
+  void logFirstDecision(const CollCall& call);
 
   // Drives every channel until the request is done; returns its status.
   Status wait(Request& request);
@@ -218,6 +226,7 @@ class Comm final : public FailureSink {
   bool oversubscribed_ = false;
   PlanShape shape_{};
   Tuning tuning_;
+  std::set<int> explained_;  // (collective, size class) pairs logFirstDecision logged
   Layout layout_;
   kernels::Isa isa_ = kernels::Isa::Portable;
   uint64_t seq_ = 0;  // collectives issued

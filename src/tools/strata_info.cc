@@ -5,11 +5,18 @@
 //                           README's table is this output, checked by a test)
 //   strata-info --algorithms  the allreduce algorithms STRATA_ALGO can force,
 //                           from the registry, with what each supports
+//   strata-info --explain [COLLECTIVE [BYTES [DATATYPE]]]
+//                           run as every rank of a job (mpirun, srun, or
+//                           torchrun's variables): rank 0 prints
+//                           strata_comm_explain's record for that call
+//                           (default: allreduce of 1 MiB of float32)
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "allreduce.h"
+#include "op_desc.h"
 #include "cuda_seam.h"
 #include "params.h"
 #include "kernels.h"
@@ -82,6 +89,49 @@ void printCuda() {
                 d.pciBusId.c_str(), d.memoryBytes / double(1 << 30));
 }
 
+// The datatype a name given on the command line stands for, by strata's own names.
+bool datatypeNamed(const char* name, strata_datatype_t* out) {
+  for (int t = 0; t < STRATA_NUM_DATATYPES; ++t) {
+    const auto dt = static_cast<strata_datatype_t>(t);
+    if (std::strcmp(strata::datatypeName(dt), name) == 0) {
+      *out = dt;
+      return true;
+    }
+  }
+  return false;
+}
+
+int explainForJob(int argc, char** argv) {
+  const char* collective = argc > 0 ? argv[0] : "allreduce";
+  const unsigned long long bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1ull << 20;
+  strata_datatype_t datatype = STRATA_FLOAT32;
+  if (argc > 2 && !datatypeNamed(argv[2], &datatype)) {
+    std::fprintf(stderr, "strata-info: %s is not a datatype (float32, bfloat16, int64, ...)\n", argv[2]);
+    return 2;
+  }
+  strata_comm_t comm = nullptr;
+  if (strata_comm_init_world(&comm) != STRATA_SUCCESS) {
+    std::fprintf(stderr, "strata-info --explain runs as every rank of a job (mpirun, srun, or torchrun's "
+                         "variables): %s\n", strata_last_error());
+    return 1;
+  }
+  size_t needed = 0;
+  std::string record;
+  strata_result_t rc =
+      strata_comm_explain(comm, collective, bytes / strata_datatype_size(datatype), datatype, nullptr, 0, &needed);
+  if (needed > 0) {
+    record.resize(needed);
+    rc = strata_comm_explain(comm, collective, bytes / strata_datatype_size(datatype), datatype, record.data(),
+                             record.size(), nullptr);
+  }
+  int rank = 0;
+  strata_comm_rank(comm, &rank);
+  if (rc != STRATA_SUCCESS) std::fprintf(stderr, "strata-info: %s\n", strata_comm_last_error(comm));
+  else if (rank == 0) std::printf("%s\n", record.c_str());
+  strata_comm_destroy(comm);
+  return rc == STRATA_SUCCESS ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,8 +143,10 @@ int main(int argc, char** argv) {
     printAlgorithms();
     return 0;
   }
+  if (argc > 1 && std::strcmp(argv[1], "--explain") == 0) return explainForJob(argc - 2, argv + 2);
   if (argc > 1) {
-    std::fprintf(stderr, "usage: %s [--params | --algorithms]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--params | --algorithms | --explain [COLLECTIVE [BYTES [DATATYPE]]]]\n",
+                 argv[0]);
     return 2;
   }
   std::printf("strata %d.%d.%d\n", STRATA_VERSION_MAJOR, STRATA_VERSION_MINOR, STRATA_VERSION_PATCH);

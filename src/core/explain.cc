@@ -1,0 +1,114 @@
+// Comm::explain: a call's plan choice as a record a user can read, built from
+// the same Planner::choose the call itself runs, so the two cannot disagree.
+#include <cmath>
+#include <string>
+
+#include "comm.h"
+#include "log.h"
+#include "cost_model.h"
+#include "op_desc.h"
+#include "selection.h"
+#include "status.h"
+
+namespace strata {
+namespace {
+
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string number(double v) { return std::isfinite(v) ? formatText("%.3f", v) : "null"; }
+
+// Why the choice fell where it did, for the collectives without estimates.
+std::string sizeRule(const Tuning& tuning, uint64_t blockBytes, bool direct) {
+  if (tuning.reproducible()) return "reproducible mode: the direct form, which folds in rank order";
+  if (tuning.forced() && tuning.forced()->has(kForcesDirect)) return formatText("STRATA_ALGO=%s forces the direct form", tuning.forced()->name);
+  if (tuning.forced() && tuning.forced()->has(kForcesPipelined))
+    return formatText("STRATA_ALGO=%s forces the pipelined form", tuning.forced()->name);
+  return formatText("size: %llu bytes per rank block is %s STRATA_ONESHOT_BYTES=%zu", (unsigned long long)blockBytes,
+                    direct ? "at most" : "more than", tuning.oneshotBytes());
+}
+
+}  // namespace
+
+Status Comm::explain(const CollCall& call, std::string* json) const {
+  PlanChoice choice;
+  STRATA_CHECK(choose(call, &choice));
+  PlanShape shape = shape_;
+  shape.elemSize = strata_datatype_size(call.datatype);
+  const uint64_t bytes = call.count * shape.elemSize;
+  std::string decided, candidates;
+  if (call.coll == Coll::Allreduce) {
+    const AllreduceAlgorithm* forced = tuning_.forced();
+    decided = forced ? formatText("STRATA_ALGO=%s", forced->name)
+              : tuning_.reproducible()
+                  ? std::string("cost model, among the algorithms that fold in rank order (STRATA_REPRODUCIBLE=1)")
+                  : std::string("cost model (the cheapest estimate for this size's power-of-two bucket)");
+    for (const AllreduceAlgorithm* a : allreduceAlgorithms()) {
+      const double us = estimateUs(config_.cost, *a, shape, bytes, tuning_.oneshotBytes());
+      std::string note;
+      if (!std::isfinite(us)) note = "cannot carry this size";
+      else if (tuning_.reproducible() && !a->has(kRankOrder)) note = "folds in another order (reproducible mode)";
+      else if (!tuning_.reproducible() && a->has(kReproducibleOnly)) note = "only in reproducible mode";
+      else if (forced && forced != a) note = "not forced";
+      candidates += formatText("%s{\"algorithm\":%s,\"estimate_us\":%s,\"considered\":%s%s}",
+                               candidates.empty() ? "" : ",", quoted(a->name).c_str(), number(us).c_str(),
+                               note.empty() ? "true" : "false",
+                               note.empty() ? "" : (",\"why_not\":" + quoted(note)).c_str());
+    }
+  } else if (call.coll == Coll::Broadcast || call.coll == Coll::Reduce || call.coll == Coll::ReduceScatter) {
+    decided = sizeRule(tuning_, bytes, choice.direct);
+    const char* pipelined = call.coll == Coll::ReduceScatter ? "ring" : "chain";
+    candidates = formatText("{\"algorithm\":\"direct\",\"estimate_us\":null,\"considered\":true},"
+                            "{\"algorithm\":%s,\"estimate_us\":null,\"considered\":true}",
+                            quoted(pipelined).c_str());
+  } else {
+    decided = "the only algorithm for this collective";
+    candidates = formatText("{\"algorithm\":%s,\"estimate_us\":null,\"considered\":true}", quoted(choice.algo).c_str());
+  }
+  std::string transports;
+  for (int p = 0; p < nranks_; ++p) transports += std::string(p ? "," : "") + quoted(transportTo(p));
+  // Pieces, not one formatText: its buffer is 1 KiB, a record of many ranks is not.
+  *json = formatText("{\"collective\":%s,\"count\":%llu,\"datatype\":%s,\"bytes\":%llu,\"rank\":%d,"
+                     "\"ranks\":%d,\"nodes\":%d,\"algorithm\":%s,\"channels\":%d,\"slot_bytes\":%zu,"
+                     "\"progress_threads\":%d,\"reproducible\":%s,",
+                     quoted(collName(call.coll)).c_str(), (unsigned long long)call.count,
+                     quoted(datatypeName(call.datatype)).c_str(), (unsigned long long)bytes, rank_, nranks_,
+                     layout_.nodes(), quoted(choice.algo).c_str(), choice.nchannels, shape_.slotBytes, config_.nthreads,
+                     tuning_.reproducible() ? "true" : "false");
+  *json += "\"decided_by\":" + quoted(decided) + ",\"candidates\":[" + candidates + "],\"transports\":[" +
+           transports + "],\"by_size\":" + quoted(tuning_.describe()) + "}";
+  return Status::ok();
+}
+
+void Comm::logFirstDecision(const CollCall& call) {
+  PlanChoice choice;
+  if (!choose(call, &choice).isOk()) return;
+  const uint64_t bytes = call.count * strata_datatype_size(call.datatype);
+  const int sizeClass = bytes <= 1 ? 0 : 64 - __builtin_clzll(bytes - 1);
+  if (!explained_.insert(static_cast<int>(call.coll) * 64 + sizeClass).second) return;
+  std::string why;
+  if (call.coll == Coll::Allreduce) {
+    why = tuning_.forced() ? formatText("STRATA_ALGO=%s", tuning_.forced()->name)
+                           : std::string(tuning_.reproducible() ? "cost model, rank-order folds only" : "cost model");
+    PlanShape shape = shape_;
+    shape.elemSize = strata_datatype_size(call.datatype);
+    why += "; estimates:";
+    for (const AllreduceAlgorithm* a : allreduceAlgorithms()) {
+      const double us = estimateUs(config_.cost, *a, shape, bytes, tuning_.oneshotBytes());
+      why += std::isfinite(us) ? formatText(" %s %.1f us", a->name, us) : formatText(" %s -", a->name);
+    }
+  } else if (call.coll == Coll::Broadcast || call.coll == Coll::Reduce || call.coll == Coll::ReduceScatter) {
+    why = sizeRule(tuning_, bytes, choice.direct);
+  }
+  STRATA_INFO(ALGO, "first %s of %llu bytes up to 2^%d (%s): %s on %d channel(s)%s%s (strata_comm_explain has more)",
+              collName(call.coll), (unsigned long long)bytes, sizeClass, datatypeName(call.datatype), choice.algo,
+              choice.nchannels, why.empty() ? "" : "; ", why.c_str());
+}
+
+}  // namespace strata

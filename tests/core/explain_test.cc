@@ -1,0 +1,160 @@
+// strata_comm_explain against what the call then does: the record's
+// algorithm and channels are strata_comm_algorithm's and the ones the
+// collective's own trace line reports when it runs (STRATA_DEBUG=TRACE), its
+// rule names what decided (the cost model, STRATA_ALGO, reproducible mode,
+// the size), and bad arguments are refused by name.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "multiproc.h"
+#include "strata/strata.h"
+
+namespace strata::test {
+namespace {
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+// The text after "key": up to the next comma or bracket (a number or a quoted string).
+std::string field(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\":");
+  if (at == std::string::npos) return "(missing)";
+  size_t begin = at + key.size() + 3, end = begin;
+  if (json[begin] == '"') {
+    end = json.find('"', begin + 1);
+    return json.substr(begin + 1, end - begin - 1);
+  }
+  while (end < json.size() && json[end] != ',' && json[end] != '}' && json[end] != ']') ++end;
+  return json.substr(begin, end - begin);
+}
+
+struct Query {
+  const char* collective;
+  size_t count;
+  strata_datatype_t datatype;
+};
+
+void explainAndRun(int rank, int nranks, const strata_unique_id_t& id, Reporter& r, const std::string& log,
+                   const char* rule) {
+  strata_comm_t comm = nullptr;
+  if (!r.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+  const std::vector<Query> queries = {{"allreduce", 3, STRATA_FLOAT32},
+                                      {"allreduce", 300000, STRATA_FLOAT32},
+                                      {"allreduce", 2000000, STRATA_BFLOAT16},
+                                      {"reduce_scatter", 100000, STRATA_INT32},
+                                      {"broadcast", 10, STRATA_UINT8}};
+  std::vector<std::string> want;  // "algo on N channel(s)", per query, as the trace prints it
+  for (const Query& q : queries) {
+    size_t needed = 0;
+    char tiny[8];
+    if (strata_comm_explain(comm, q.collective, q.count, q.datatype, tiny, sizeof(tiny), &needed) !=
+            STRATA_ERR_INVALID_ARGUMENT ||
+        !std::strstr(strata_comm_last_error(comm), "len") || needed <= sizeof(tiny))
+      r.fail("an 8-byte record was not refused naming len (needed %zu): %s", needed, strata_comm_last_error(comm));
+    std::string json(needed, '\0');
+    if (!r.ok(strata_comm_explain(comm, q.collective, q.count, q.datatype, json.data(), json.size(), nullptr), comm,
+              "strata_comm_explain"))
+      return;
+    json.resize(needed - 1);
+    char name[16];
+    int channels = 0;
+    if (!r.ok(strata_comm_algorithm(comm, q.collective, q.count, q.datatype, name, sizeof(name), &channels), comm,
+              "strata_comm_algorithm"))
+      return;
+    if (field(json, "algorithm") != name || field(json, "channels") != std::to_string(channels))
+      r.fail("%s of %zu: explain says %s on %s channels, strata_comm_algorithm %s on %d", q.collective, q.count,
+             field(json, "algorithm").c_str(), field(json, "channels").c_str(), name, channels);
+    if (field(json, "collective") != q.collective || field(json, "ranks") != std::to_string(nranks))
+      r.fail("record names %s on %s ranks: %s", field(json, "collective").c_str(), field(json, "ranks").c_str(),
+             json.c_str());
+    const std::string decided = field(json, "decided_by");
+    const bool allreduce = std::strcmp(q.collective, "allreduce") == 0;
+    if (allreduce && decided.find(rule) == std::string::npos)
+      r.fail("%s of %zu: decided_by '%s' does not say '%s'", q.collective, q.count, decided.c_str(), rule);
+    if (!allreduce && q.collective[0] != 'a' && decided.empty())
+      r.fail("%s: no rule in %s", q.collective, json.c_str());
+    if (allreduce && (json.find("\"algorithm\":\"ring\",\"estimate_us\":") == std::string::npos ||
+                      json.find("\"algorithm\":\"ordered\"") == std::string::npos))
+      r.fail("the candidates miss an algorithm: %s", json.c_str());
+    const std::string self = "\"transports\":[";
+    const size_t t = json.find(self);
+    std::string peers = t == std::string::npos ? "" : json.substr(t + self.size(), json.find(']', t) - t - self.size());
+    int entries = peers.empty() ? 0 : 1;
+    for (char c : peers) entries += c == ',';
+    if (entries != nranks || peers.find("\"self\"") == std::string::npos)
+      r.fail("transports [%s]: want %d entries with this rank's \"self\"", peers.c_str(), nranks);
+    want.push_back(field(json, "algorithm") + " on " + field(json, "channels") + " channel(s)");
+  }
+  // Each query's collective, run: its trace line says what ran.
+  std::vector<char> in(2000000 * 4, 0), out(2000000 * 4 * nranks, 0);
+  for (const Query& q : queries) {
+    const std::string c = q.collective;
+    strata_result_t rc = c == "allreduce" ? strata_allreduce(in.data(), out.data(), q.count, q.datatype, STRATA_SUM, comm)
+                         : c == "reduce_scatter"
+                             ? strata_reduce_scatter(in.data(), out.data(), q.count, q.datatype, STRATA_SUM, comm)
+                             : strata_broadcast(in.data(), out.data(), q.count, q.datatype, 0, comm);
+    if (!r.ok(rc, comm, q.collective)) return;
+  }
+  strata_comm_destroy(comm);
+  std::ifstream file(log + "." + std::to_string(getpid()));
+  std::stringstream text;
+  text << file.rdbuf();
+  size_t from = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const size_t at = text.str().find(": " + want[i], from);
+    if (at == std::string::npos) {
+      r.fail("query %zu: explain said %s, the trace of the call shows otherwise (log %s)", i, want[i].c_str(),
+             (log + "." + std::to_string(getpid())).c_str());
+      return;
+    }
+    from = at;
+  }
+  std::remove((log + "." + std::to_string(getpid())).c_str());
+}
+
+void runCase(const Env& extra, const char* rule) {
+  const std::string log = ::testing::TempDir() + "strata_explain_" + std::to_string(getpid()) + ".log";
+  Env env = {{"STRATA_DEBUG", "TRACE"}, {"STRATA_DEBUG_SUBSYS", "COLL,ALGO"}, {"STRATA_DEBUG_FILE", log + ".%p"}};
+  env.insert(env.end(), extra.begin(), extra.end());
+  auto outcomes = runRanks(3, 60, [&](int rank, int nranks, const strata_unique_id_t& id, Reporter& r) {
+    explainAndRun(rank, nranks, id, r, log, rule);
+  }, env);
+  expectAllPassed(outcomes);
+}
+
+TEST(Explain, TheCostModelsChoiceMatchesWhatRuns) { runCase({}, "cost model"); }
+TEST(Explain, AForcedAlgorithmSaysSo) { runCase({{"STRATA_ALGO", "ring"}}, "STRATA_ALGO=ring"); }
+TEST(Explain, ReproducibleModeSaysSo) { runCase({{"STRATA_REPRODUCIBLE", "1"}}, "STRATA_REPRODUCIBLE=1"); }
+
+TEST(Explain, BadArgumentsAreRefusedByName) {
+  auto outcomes = runRanks(2, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& r) {
+    strata_comm_t comm = nullptr;
+    if (!r.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+    char record[4096];
+    struct {
+      strata_result_t rc;
+      const char* needle;
+    } cases[] = {
+        {strata_comm_explain(comm, nullptr, 1, STRATA_FLOAT32, record, sizeof(record), nullptr), "collective"},
+        {strata_comm_explain(comm, "allgatherz", 1, STRATA_FLOAT32, record, sizeof(record), nullptr), "allgatherz"},
+        {strata_comm_explain(comm, "allreduce", 1, static_cast<strata_datatype_t>(99), record, sizeof(record),
+                             nullptr),
+         "datatype"},
+        {strata_comm_explain(comm, "allreduce", 1, STRATA_FLOAT32, nullptr, 0, nullptr), "len"},
+        {strata_comm_explain(nullptr, "allreduce", 1, STRATA_FLOAT32, record, sizeof(record), nullptr), "comm"},
+    };
+    for (const auto& c : cases)
+      if (c.rc != STRATA_ERR_INVALID_ARGUMENT) r.fail("case '%s' returned %s", c.needle, strata_result_string(c.rc));
+    strata_comm_destroy(comm);
+  });
+  expectAllPassed(outcomes);
+}
+
+}  // namespace
+}  // namespace strata::test
