@@ -16,34 +16,53 @@ uint64_t sum(const size_t* v, int n) {
 
 }  // namespace
 
-Status Planner::choose(const CollCall& call, const PlanShape& shape, const Tuning& tuning,
+PlanShape Planner::shapeFor(const CollCall& call, const PlanShape& shape) {
+  PlanShape s = shape;
+  if (call.pick.chunkBytes) s.slotBytes = call.pick.chunkBytes;
+  return s;
+}
+
+Status Planner::choose(const CollCall& call, const PlanShape& commShape, const Tuning& tuning,
                        PlanChoice* choice) {
+  const PlanShape shape = shapeFor(call, commShape);
   const uint64_t bytes = call.count * shape.elemSize;
   const int n = shape.nranks;
+  const CallPick& pick = call.pick;
+  // The caller's channels, else the size's.
+  auto channels = [&](int bySize) { return pick.nchannels ? pick.nchannels : bySize; };
   switch (call.coll) {
     case Coll::Allreduce:
     case Coll::Barrier: {
       AllreduceChoice c;
-      STRATA_CHECK(tuning.chooseAllreduce(shape, call.count, &c));
+      if (pick.algo) {
+        if (pick.algo->has(kOneSlot) && bytes > shape.slotBytes)
+          return makeErrorQuiet(STRATA_ERR_INVALID_ARGUMENT,
+                                "options->algorithm=%s cannot carry %llu bytes: it needs them in one slot of %zu",
+                                pick.algo->name, (unsigned long long)bytes, shape.slotBytes);
+        c = {pick.algo, pick.algo->has(kOneSlot) ? 1 : channels(shape.channelsFor(bytes))};
+      } else {
+        STRATA_CHECK(tuning.chooseAllreduce(shape, call.count, &c));
+        if (!c.algo->has(kOneSlot)) c.nchannels = channels(c.nchannels);
+      }
       *choice = {c.algo->name, c.nchannels, c.algo->inputStable(call.sendbuf == call.recvbuf), c.algo, false};
       return Status::ok();
     }
     case Coll::Broadcast:
     case Coll::Reduce:
     case Coll::ReduceScatter: {
-      const bool direct = tuning.useDirect(bytes);
+      const bool direct = pick.direct >= 0 ? pick.direct == 1 : tuning.useDirect(bytes);
       *choice = {direct ? "direct" : (call.coll == Coll::ReduceScatter ? "ring" : "chain"),
-                 shape.channelsFor(bytes * n)};
+                 channels(shape.channelsFor(bytes * n))};
       choice->direct = direct;
       return Status::ok();
     }
     case Coll::Allgather:
     case Coll::Alltoall:
-      *choice = {"pairwise", shape.channelsFor(bytes * n)};
+      *choice = {"pairwise", channels(shape.channelsFor(bytes * n))};
       return Status::ok();
     case Coll::Allgatherv:
     case Coll::Alltoallv:
-      *choice = {"pairwise", shape.channelsFor(sum(call.recvCounts, n) * shape.elemSize)};
+      *choice = {"pairwise", channels(shape.channelsFor(sum(call.recvCounts, n) * shape.elemSize))};
       return Status::ok();
     case Coll::SendRecv:
       break;
@@ -51,9 +70,10 @@ Status Planner::choose(const CollCall& call, const PlanShape& shape, const Tunin
   return STRATA_ERROR(STRATA_ERR_INTERNAL, "no planner for %s", collName(call.coll));
 }
 
-Status Planner::plan(const CollCall& call, const PlanShape& shape, const Tuning& tuning,
+Status Planner::plan(const CollCall& call, const PlanShape& commShape, const Tuning& tuning,
                      std::vector<ChannelPlan>& plans, PlanChoice* choice) {
-  STRATA_CHECK(choose(call, shape, tuning, choice));
+  STRATA_CHECK(choose(call, commShape, tuning, choice));
+  const PlanShape shape = shapeFor(call, commShape);
   const int nch = choice->nchannels;
   switch (call.coll) {
     case Coll::Allreduce:

@@ -15,6 +15,24 @@
 
 namespace strata {
 
+// A caller's choice for one call (strata_call_options_t's algorithm,
+// channels and chunk; NCCL 2.31's per-call config), checked by the API
+// layer; zero fields leave the communicator's choice.
+struct CallPick {
+  const AllreduceAlgorithm* algo = nullptr;  // allreduce
+  int direct = -1;         // broadcast, reduce, reduce_scatter: 1 direct, 0 pipelined
+  int nchannels = 0;       // at most the communicator's
+  uint64_t chunkBytes = 0;  // bytes a slot carries, at most the communicator's slot
+
+  bool any() const { return algo || direct >= 0 || nchannels || chunkBytes; }
+  // All of it in one word, for the plan cache's key.
+  uint64_t key() const {
+    return any() ? (reinterpret_cast<uintptr_t>(algo) * 31 + uint64_t(direct + 1)) ^
+                       (uint64_t(nchannels) << 56) ^ (chunkBytes << 8)
+                 : 0;
+  }
+};
+
 // One collective as the calling rank issued it. Counts are in elements.
 struct CollCall {
   Coll coll;
@@ -29,6 +47,7 @@ struct CollCall {
   const size_t* recvCounts;   // allgatherv, alltoallv
   const size_t* recvDispls;   // allgatherv, alltoallv
   MemoryType memory = MemoryType::Host;  // where sendbuf and recvbuf live
+  CallPick pick = {};                    // the caller's choice, if any
 };
 
 struct PlanChoice {
@@ -43,9 +62,12 @@ struct PlanChoice {
 
 class Planner {
  public:
-  // The algorithm and channels `call` would run with, without building.
+  // The algorithm and channels `call` would run with, without building:
+  // the caller's pick where it made one, else the tuning's.
   static Status choose(const CollCall& call, const PlanShape& shape, const Tuning& tuning,
                        PlanChoice* choice);
+  // The communicator's shape as `call` plans with it (its pick's chunk).
+  static PlanShape shapeFor(const CollCall& call, const PlanShape& shape);
   // Fills plans[0 .. choice->nchannels) for this rank.
   Status plan(const CollCall& call, const PlanShape& shape, const Tuning& tuning,
               std::vector<ChannelPlan>& plans, PlanChoice* choice);

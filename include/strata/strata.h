@@ -449,9 +449,23 @@ typedef struct {
    * memory) before the sum; device memory is read when the operation runs on
    * the stream, host memory when the call is made. NULL: no scaling. */
   const void* premul_scalar;
+  /* This call's own choice (NCCL 2.31's per-call config), the same on every
+   * rank; NULL / 0 leave the communicator's. Each is checked, and a bad one
+   * gets STRATA_ERR_INVALID_ARGUMENT naming it.
+   * algorithm: for allreduce, one of strata-info --algorithms (in
+   * reproducible mode, one that folds in rank order); for broadcast, reduce
+   * and reduce_scatter "direct" (one hop to or from every rank) or
+   * "pipelined" (chains and rings); for allgather and alltoall "pairwise".
+   * channels: 1 to the communicator's channel count (STRATA_NCHANNELS).
+   * chunk_bytes: the most a pipelined step moves, a multiple of 64 from 4096
+   * to STRATA_SLOT_BYTES. Calls with a choice run on host memory (GPU
+   * buffers are staged) and are not fused with others in a group. */
+  const char* algorithm;
+  int channels;
+  size_t chunk_bytes;
 } strata_call_options_t;
 
-#define STRATA_CALL_OPTIONS_INIT {sizeof(strata_call_options_t), NULL, NULL}
+#define STRATA_CALL_OPTIONS_INIT {sizeof(strata_call_options_t), NULL, NULL, NULL, 0, 0}
 
 STRATA_API strata_result_t strata_allreduce_ex(const void* sendbuf, void* recvbuf, size_t count,
                                                strata_datatype_t datatype, strata_op_t op,

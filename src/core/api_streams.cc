@@ -51,6 +51,12 @@ Status readOptions(const strata_call_options_t* options, CallOptions* out) {
   out->stream = options->stream;
   if (options->size >= offsetof(strata_call_options_t, premul_scalar) + sizeof(options->premul_scalar))
     out->premul = options->premul_scalar;
+  // Programs built before the per-call choice existed pass a smaller struct.
+  if (options->size >= offsetof(strata_call_options_t, chunk_bytes) + sizeof(options->chunk_bytes)) {
+    out->algorithm = options->algorithm;
+    out->channels = options->channels;
+    out->chunkBytes = options->chunk_bytes;
+  }
   return Status::ok();
 }
 

@@ -10,6 +10,9 @@ namespace strata::api {
 struct CallOptions {
   void* stream = nullptr;
   const void* premul = nullptr;
+  const char* algorithm = nullptr;  // the per-call choice, checked by pickOf
+  int channels = 0;
+  size_t chunkBytes = 0;
 };
 Status readOptions(const strata_call_options_t* options, CallOptions* out);
 // A pre-multiplier only on sums of allreduce, reduce and reduce_scatter.

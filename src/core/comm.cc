@@ -532,7 +532,7 @@ Status Comm::submitOnDevice(const CollCall& call, gpu::StreamLane& lane, const s
 Status Comm::submitOnStream(const CollCall& call, gpu::StreamLane& lane, const streams::PartSpec& part,
                             const streams::PreMul& premul) {
   STRATA_CHECK(checkStreamsDriven());
-  if (onDevice(part, premul)) {
+  if (!call.pick.any() && onDevice(part, premul)) {
     // Connected at the first such call, on every rank alike (calls come in
     // the same order everywhere): a job that never passes GPU buffers never
     // makes a CUDA context or GPU memory for them.

@@ -42,6 +42,8 @@ class Comm final : public FailureSink {
   int rank() const { return rank_; }
   int size() const { return nranks_; }
   bool reproducible() const { return config_.reproducible; }
+  int channels() const { return shape_.nchannels; }
+  size_t slotBytes() const { return shape_.slotBytes; }
   // The transport connecting this rank to `peer` ("self" for this rank).
   const char* transportTo(int peer) const {
     return peer == rank_ ? "self" : transports_[peerTransport_[peer]]->name();

@@ -23,7 +23,8 @@ FusionLimits FusionLimits::fromParams() {
 
 bool Fusion::accepts(const CollCall& call, const FusionLimits& limits) const {
   const uint64_t bytes = bytesOf(call);
-  return call.coll == Coll::Allreduce && call.memory == MemoryType::Host && bytes <= limits.call &&
+  // A call with its own algorithm, channels or chunk runs as the caller chose.
+  return call.coll == Coll::Allreduce && call.memory == MemoryType::Host && !call.pick.any() && bytes <= limits.call &&
          (calls_.empty() || (call.datatype == calls_[0].datatype && call.op == calls_[0].op &&
                              bytes_ + bytes <= limits.total));
 }

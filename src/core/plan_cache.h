@@ -27,12 +27,14 @@ struct PlanKey {
   bool inPlace;
   bool send;  // a send (not a receive)
   MemoryType memory;
+  uint64_t pick = 0;  // CallPick::key()
 
   static bool cacheable(const CollCall& call) {
     return call.coll != Coll::Allgatherv && call.coll != Coll::Alltoallv;
   }
   static PlanKey of(const CollCall& call) {
-    return {call.coll, call.count, call.datatype, call.op, call.root, call.sendbuf == call.recvbuf, false, call.memory};
+    return {call.coll,  call.count, call.datatype, call.op, call.root, call.sendbuf == call.recvbuf, false,
+            call.memory, call.pick.key()};
   }
   // A lone send or receive: its plans depend on its bytes, peer and direction.
   static PlanKey of(const P2pOp& op) {
@@ -41,7 +43,7 @@ struct PlanKey {
   }
   bool operator==(const PlanKey& o) const {
     return coll == o.coll && count == o.count && datatype == o.datatype && op == o.op && root == o.root &&
-           inPlace == o.inPlace && send == o.send && memory == o.memory;
+           inPlace == o.inPlace && send == o.send && memory == o.memory && pick == o.pick;
   }
 };
 

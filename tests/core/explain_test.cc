@@ -1,4 +1,4 @@
-// strata_comm_explain against what the call then does: the record's
+// What a call runs and why. strata_comm_explain against what the call then does: the record's
 // algorithm and channels are strata_comm_algorithm's and the ones the
 // collective's own trace line reports when it runs (STRATA_DEBUG=TRACE), its
 // rule names what decided (the cost model, STRATA_ALGO, reproducible mode,
@@ -153,6 +153,120 @@ TEST(Explain, BadArgumentsAreRefusedByName) {
       if (c.rc != STRATA_ERR_INVALID_ARGUMENT) r.fail("case '%s' returned %s", c.needle, strata_result_string(c.rc));
     strata_comm_destroy(comm);
   });
+  expectAllPassed(outcomes);
+}
+
+// strata_call_options_t's per-call choice: the call runs what it asked for
+// (its trace line says so) and gets the sum the reference gives; the next
+// call without one runs the communicator's choice again; bad choices are
+// refused by name.
+void perCall(int rank, int nranks, const strata_unique_id_t& id, Reporter& r, const std::string& log) {
+  strata_comm_t comm = nullptr;
+  if (!r.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+  const size_t count = 200000;
+  std::vector<float> in(count * nranks), out(count * nranks);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = float((rank + 1) * (i % 1000));
+  auto sumOf = [&](size_t i) { return float(nranks * (nranks + 1) / 2 * (i % 1000)); };
+  strata_call_options_t o = STRATA_CALL_OPTIONS_INIT;
+  o.algorithm = "ring";
+  o.channels = 2;
+  o.chunk_bytes = 16384;
+  std::vector<std::string> want = {"ring on 2 channel(s)"};
+  if (!r.ok(strata_allreduce_ex(in.data(), out.data(), count, STRATA_FLOAT32, STRATA_SUM, comm, &o), comm, "ring"))
+    return;
+  for (size_t i = 0; i < count; ++i)
+    if (out[i] != sumOf(i)) return r.fail("ring, 2 channels, 16 KiB chunks: out[%zu]=%g, want %g", i, out[i], sumOf(i));
+  o = STRATA_CALL_OPTIONS_INIT;
+  o.algorithm = "tree";
+  want.push_back("tree on");
+  if (!r.ok(strata_allreduce_ex(in.data(), out.data(), count, STRATA_FLOAT32, STRATA_SUM, comm, &o), comm, "tree"))
+    return;
+  for (size_t i = 0; i < count; ++i)
+    if (out[i] != sumOf(i)) return r.fail("tree: out[%zu]=%g", i, out[i]);
+  char name[16];
+  int channels = 0;
+  strata_comm_algorithm(comm, "allreduce", count, STRATA_FLOAT32, name, sizeof(name), &channels);
+  want.push_back(std::string(name) + " on " + std::to_string(channels) + " channel(s)");
+  if (!r.ok(strata_allreduce(in.data(), out.data(), count, STRATA_FLOAT32, STRATA_SUM, comm), comm, "default")) return;
+  o = STRATA_CALL_OPTIONS_INIT;
+  o.algorithm = "pipelined";
+  want.push_back("ring on");
+  if (!r.ok(strata_reduce_scatter_ex(in.data(), out.data(), count, STRATA_FLOAT32, STRATA_SUM, comm, &o), comm,
+            "reduce_scatter, pipelined"))
+    return;
+  for (size_t i = 0; i < count; ++i)
+    if (out[i] != sumOf(rank * count + i)) return r.fail("reduce_scatter: out[%zu]=%g", i, out[i]);
+  o.algorithm = "direct";
+  want.push_back("direct on");
+  if (!r.ok(strata_broadcast_ex(in.data(), out.data(), count, STRATA_FLOAT32, 1, comm, &o), comm, "broadcast, direct"))
+    return;
+  for (size_t i = 0; i < count; ++i)
+    if (out[i] != float(2 * (i % 1000))) return r.fail("broadcast: out[%zu]=%g", i, out[i]);
+
+  struct Bad {
+    const char* algorithm;
+    int channels;
+    size_t chunk;
+    const char* needle;
+  } bad[] = {{"bogus", 0, 0, "options->algorithm='bogus'"},
+             {nullptr, 99, 0, "options->channels=99"},
+             {nullptr, -1, 0, "options->channels=-1"},
+             {nullptr, 0, 1000, "options->chunk_bytes=1000"},
+             {"oneshot", 0, 0, "cannot carry"}};
+  for (const Bad& b : bad) {
+    o = STRATA_CALL_OPTIONS_INIT;
+    o.algorithm = b.algorithm;
+    o.channels = b.channels;
+    o.chunk_bytes = b.chunk;
+    const strata_result_t rc = strata_allreduce_ex(in.data(), out.data(), count, STRATA_FLOAT32, STRATA_SUM, comm, &o);
+    if (rc != STRATA_ERR_INVALID_ARGUMENT || !std::strstr(strata_comm_last_error(comm), b.needle))
+      r.fail("%s: got %s, '%s'", b.needle, strata_result_string(rc), strata_comm_last_error(comm));
+  }
+  o = STRATA_CALL_OPTIONS_INIT;
+  o.algorithm = "ring";
+  if (strata_broadcast_ex(in.data(), out.data(), count, STRATA_FLOAT32, 0, comm, &o) != STRATA_ERR_INVALID_ARGUMENT)
+    r.fail("broadcast took algorithm 'ring'");
+  // The refused calls took no sequence number: the ranks are still in step.
+  if (!r.ok(strata_allreduce(in.data(), out.data(), count, STRATA_FLOAT32, STRATA_SUM, comm), comm, "after refusals"))
+    return;
+  strata_comm_destroy(comm);
+  const std::string path = log + "." + std::to_string(getpid());
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  size_t from = 0;
+  for (const std::string& w : want) {
+    const size_t at = text.str().find(": " + w, from);
+    if (at == std::string::npos) return r.fail("no trace line '%s' after offset %zu in %s", w.c_str(), from, path.c_str());
+    from = at + 1;
+  }
+  std::remove(path.c_str());
+}
+
+TEST(PerCall, TheCallRunsWhatItAskedForAndBadChoicesAreRefused) {
+  const std::string log = ::testing::TempDir() + "strata_percall_" + std::to_string(getpid()) + ".log";
+  auto outcomes = runRanks(3, 60, [&](int rank, int nranks, const strata_unique_id_t& id, Reporter& r) {
+    perCall(rank, nranks, id, r, log);
+  }, {{"STRATA_DEBUG", "TRACE"}, {"STRATA_DEBUG_SUBSYS", "COLL"}, {"STRATA_DEBUG_FILE", log + ".%p"},
+      {"STRATA_NCHANNELS", "4"}});
+  expectAllPassed(outcomes);
+}
+
+TEST(PerCall, AReproducibleCommunicatorRefusesAnotherOrder) {
+  auto outcomes = runRanks(2, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& r) {
+    strata_comm_t comm = nullptr;
+    if (!r.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+    float v = 1, sum = 0;
+    strata_call_options_t o = STRATA_CALL_OPTIONS_INIT;
+    o.algorithm = "ring";
+    if (strata_allreduce_ex(&v, &sum, 1, STRATA_FLOAT32, STRATA_SUM, comm, &o) != STRATA_ERR_INVALID_ARGUMENT ||
+        !std::strstr(strata_comm_last_error(comm), "rank order"))
+      r.fail("ring on a reproducible communicator: %s", strata_comm_last_error(comm));
+    o.algorithm = "ordered";
+    if (r.ok(strata_allreduce_ex(&v, &sum, 1, STRATA_FLOAT32, STRATA_SUM, comm, &o), comm, "ordered") && sum != 2)
+      r.fail("ordered: %g", sum);
+    strata_comm_destroy(comm);
+  }, {{"STRATA_REPRODUCIBLE", "1"}});
   expectAllPassed(outcomes);
 }
 
