@@ -8,6 +8,7 @@
 #include <string>
 
 #include "api_streams.h"
+#include "call_pick.h"
 #include "cuda_seam.h"
 #include "kernels.h"
 #include "op_desc.h"
@@ -202,43 +203,8 @@ strata_result_t issueHostPremul(strata_comm* comm, const CollCall& call, bool no
 // The strata_*_ex forms, once the call's own arguments are checked.
 // options->algorithm, channels and chunk_bytes, checked against the communicator.
 Status pickOf(const Comm& comm, Coll coll, const CallOptions& o, CallPick* pick) {
-  *pick = CallPick{};
-  if (o.channels < 0 || o.channels > comm.channels())
-    return STRATA_INVALID_ARG("options->channels=%d must be 0 (the communicator's choice) or 1..%d (its channels, "
-                              "STRATA_NCHANNELS)", o.channels, comm.channels());
-  pick->nchannels = o.channels;
-  if (o.chunkBytes != 0 && (o.chunkBytes < 4096 || o.chunkBytes > comm.slotBytes() || o.chunkBytes % 64 != 0))
-    return STRATA_INVALID_ARG("options->chunk_bytes=%zu must be 0 (the communicator's) or a multiple of 64 in "
-                              "4096..%zu (STRATA_SLOT_BYTES)", o.chunkBytes, comm.slotBytes());
-  pick->chunkBytes = o.chunkBytes;
-  if (!o.algorithm) return Status::ok();
-  const std::string name(o.algorithm, strnlen(o.algorithm, 64));
-  if (coll == Coll::Allreduce) {
-    pick->algo = findAllreduce(name);
-    if (!pick->algo) {
-      std::string names;
-      for (const AllreduceAlgorithm* a : allreduceAlgorithms()) names += std::string(names.empty() ? "" : ", ") + a->name;
-      return STRATA_INVALID_ARG("options->algorithm='%s' is not an allreduce algorithm (%s)", name.c_str(),
-                                names.c_str());
-    }
-    if (comm.reproducible() && !pick->algo->has(kRankOrder))
-      return STRATA_INVALID_ARG("options->algorithm='%s' does not fold in rank order, and this communicator is "
-                                "reproducible (STRATA_REPRODUCIBLE)", name.c_str());
-    return Status::ok();
-  }
-  if (coll == Coll::Broadcast || coll == Coll::Reduce || coll == Coll::ReduceScatter) {
-    if (name != "direct" && name != "pipelined")
-      return STRATA_INVALID_ARG("options->algorithm='%s' is not one of %s's: direct, pipelined", name.c_str(),
-                                collName(coll));
-    if (comm.reproducible() && coll != Coll::Broadcast && name == "pipelined")
-      return STRATA_INVALID_ARG("options->algorithm='pipelined' folds in chain order, and this communicator is "
-                                "reproducible (STRATA_REPRODUCIBLE)");
-    pick->direct = name == "direct" ? 1 : 0;
-    return Status::ok();
-  }
-  if (name != "pairwise")
-    return STRATA_INVALID_ARG("options->algorithm='%s': %s has one algorithm, pairwise", name.c_str(), collName(coll));
-  return Status::ok();
+  return makePick(coll, o.algorithm, o.channels, o.chunkBytes,
+                  {comm.channels(), comm.slotBytes(), comm.reproducible()}, "options->", pick);
 }
 
 strata_result_t issueEx(strata_comm* comm, const CollCall& asGiven, bool nothingToDo, const CallOptions& given,

@@ -83,6 +83,12 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
   p2pSeqs_.sent.assign(nranks_, 0);
   p2pSeqs_.received.assign(nranks_, 0);
   STRATA_CHECK(Tuning::create(config_.algo, config_.oneshotBytes, config_.cost, shape_, config_.reproducible, &tuning_));
+  if (!config_.tunerFile.empty()) {
+    int perNode = 0;
+    for (const topo::Node& node : layout_.hierarchy.nodes) perNode = std::max(perNode, int(node.ranks.size()));
+    STRATA_CHECK(TunerRules::load(config_.tunerFile,
+                                  {nranks_, perNode, shape_.nchannels, shape_.slotBytes, config_.reproducible}, &tuner_));
+  }
   isa_ = kernels::selectedIsa();
 
   STRATA_CHECK(connectTransports(self));
@@ -364,7 +370,16 @@ Status Comm::connectDevice() {
   return Status::ok();
 }
 
-Status Comm::choose(const CollCall& call, PlanChoice* choice) const {
+CollCall Comm::tuned(const CollCall& call, int* line) const {
+  int matched = 0;
+  CollCall out = call;
+  if (!call.pick.any() && !tuner_.empty()) out.pick = tuner_.pickFor(call, &matched);
+  if (line) *line = matched;
+  return out;
+}
+
+Status Comm::choose(const CollCall& given, PlanChoice* choice) const {
+  const CollCall call = tuned(given, nullptr);
   const bool device = call.memory == MemoryType::Device;
   PlanShape shape = device ? deviceShape_ : shape_;
   shape.elemSize = strata_datatype_size(call.datatype);

@@ -27,6 +27,7 @@
 #include "staging.h"
 #include "timeline.h"
 #include "transport.h"
+#include "tuner_file.h"
 
 namespace strata {
 
@@ -82,6 +83,9 @@ class Comm final : public FailureSink {
   // choice of choose(), the rule that made it, every candidate's estimate,
   // and the transport to each peer.
   Status explain(const CollCall& call, std::string* json) const;
+  // `call` with the tuner file's choice when it made none itself; *line
+  // (when not null) gets the rule's line, 0 for none.
+  CollCall tuned(const CollCall& call, int* line) const;
   // STRATA_DEBUG=INFO: the first call of each collective in each power-of-two
   // size class logs what it runs and why (explain.cc).
   void logFirstDecision(const CollCall& call);
@@ -174,7 +178,9 @@ class Comm final : public FailureSink {
   // The two halves of prepare(): finding the plans (which may fail), and
   // taking the next sequence number (which may not, so a call that fails
   // takes none and the ranks stay in step).
-  Status lookup(const CollCall& call, const PlannedCall** planned) {
+  Status lookup(const CollCall& given, const PlannedCall** planned) {
+    CollCall withRule;
+    const CollCall& call = tuner_.empty() || given.pick.any() ? given : (withRule = tuned(given, nullptr), withRule);
     *planned = PlanKey::cacheable(call) ? cache_.find(PlanKey::of(call)) : nullptr;
     if (!*planned) STRATA_CHECK(planMiss(call, planned));
     return Status::ok();
@@ -228,6 +234,7 @@ class Comm final : public FailureSink {
   bool oversubscribed_ = false;
   PlanShape shape_{};
   Tuning tuning_;
+  TunerRules tuner_;  // STRATA_TUNER_FILE's rules that can match here
   std::set<int> explained_;  // (collective, size class) pairs logFirstDecision logged
   Layout layout_;
   kernels::Isa isa_ = kernels::Isa::Portable;

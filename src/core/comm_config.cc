@@ -32,6 +32,7 @@ Status CommConfig::fromParams(const CommOverrides& overrides, CommConfig* out) {
   c.nchannels = static_cast<int>(params::nchannels());
   c.spin = params::spinCount();
   c.algo = params::algo();
+  c.tunerFile = params::tunerFile();
   if (params::reproducible() != 0 && params::reproducible() != 1)
     return STRATA_INVALID_ARG("STRATA_REPRODUCIBLE=%lld must be 0 or 1", (long long)params::reproducible());
   c.reproducible = overrides.reproducible != 0 ? overrides.reproducible > 0 : params::reproducible() == 1;

@@ -28,6 +28,7 @@ struct CommConfig {
   int nslots = 0;             // STRATA_NSLOTS
   std::string algo;           // STRATA_ALGO
   bool reproducible = false;  // STRATA_REPRODUCIBLE
+  std::string tunerFile;      // STRATA_TUNER_FILE
   size_t oneshotBytes = 0;    // STRATA_ONESHOT_BYTES
   CostModel cost;             // STRATA_COST_SHM, STRATA_COST_NET
   size_t ntBytes = 0;         // STRATA_NT_BYTES

@@ -39,6 +39,8 @@ std::string sizeRule(const Tuning& tuning, uint64_t blockBytes, bool direct) {
 Status Comm::explain(const CollCall& call, std::string* json) const {
   PlanChoice choice;
   STRATA_CHECK(choose(call, &choice));
+  int ruleLine = 0;
+  const CallPick pick = tuned(call, &ruleLine).pick;
   PlanShape shape = shape_;
   shape.elemSize = strata_datatype_size(call.datatype);
   const uint64_t bytes = call.count * shape.elemSize;
@@ -71,6 +73,11 @@ Status Comm::explain(const CollCall& call, std::string* json) const {
     decided = "the only algorithm for this collective";
     candidates = formatText("{\"algorithm\":%s,\"estimate_us\":null,\"considered\":true}", quoted(choice.algo).c_str());
   }
+  if (ruleLine)
+    decided = formatText("STRATA_TUNER_FILE=%s line %d (algorithm %s, channels %d, chunk %llu; 0: the "
+                         "communicator's)", tuner_.path().c_str(), ruleLine,
+                         pick.algo ? pick.algo->name : pick.direct == 1 ? "direct" : pick.direct == 0 ? "pipelined" : "-",
+                         pick.nchannels, (unsigned long long)pick.chunkBytes);
   std::string transports;
   for (int p = 0; p < nranks_; ++p) transports += std::string(p ? "," : "") + quoted(transportTo(p));
   // Pieces, not one formatText: its buffer is 1 KiB, a record of many ranks is not.

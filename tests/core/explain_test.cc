@@ -270,5 +270,115 @@ TEST(PerCall, AReproducibleCommunicatorRefusesAnotherOrder) {
   expectAllPassed(outcomes);
 }
 
+std::string writeFile(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name + "_" + std::to_string(getpid());
+  std::ofstream(path) << text;
+  return path;
+}
+
+// STRATA_TUNER_FILE: the first matching rule chooses, explain names its
+// line, calls no rule matches keep the cost model's choice, and the sums
+// are right whatever ran.
+TEST(TunerFile, TheFirstMatchingRuleChoosesAndExplainNamesIt) {
+  const std::string rules = writeFile("strata_tuner",
+                                      "# collective bytes ranks per-node datatype -> algorithm channels chunk\n"
+                                      "allreduce 0-1K * * * -> rd * *\n"
+                                      "allreduce 1K-* 3 * float32 -> ring 2 16K  # this job\n"
+                                      "allreduce 1K-* 2 * * -> hd * *\n"
+                                      "\n"
+                                      "reduce_scatter * * * * -> pipelined * *\n");
+  const std::string log = ::testing::TempDir() + "strata_tuner_" + std::to_string(getpid()) + ".log";
+  auto outcomes = runRanks(3, 60, [&](int rank, int nranks, const strata_unique_id_t& id, Reporter& r) {
+    strata_comm_t comm = nullptr;
+    if (!r.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+    const size_t count = 100000;
+    std::vector<int32_t> ints(count * nranks, rank + 1), isum(count * nranks);
+    std::vector<float> in(count * nranks, float(rank + 1)), out(count * nranks);
+    const float want = float(nranks * (nranks + 1) / 2);
+    auto check = [&](const char* what, size_t n) {
+      for (size_t i = 0; i < n; ++i)
+        if (out[i] != want) return r.fail("%s: out[%zu]=%g, want %g", what, i, out[i], want);
+    };
+    std::vector<std::string> expectTrace;
+    if (r.ok(strata_allreduce(in.data(), out.data(), 8, STRATA_FLOAT32, STRATA_SUM, comm), comm, "8 floats"))
+      check("8 floats", 8);
+    expectTrace.push_back("rd on");
+    if (r.ok(strata_allreduce(in.data(), out.data(), count, STRATA_FLOAT32, STRATA_SUM, comm), comm, "float32"))
+      check("float32", count);
+    expectTrace.push_back("ring on 2 channel(s)");
+    char name[16];
+    int channels = 0;
+    strata_comm_algorithm(comm, "allreduce", count, STRATA_INT32, name, sizeof(name), &channels);
+    if (r.ok(strata_allreduce(ints.data(), isum.data(), count, STRATA_INT32, STRATA_SUM, comm), comm, "int32") &&
+        isum[count - 1] != nranks * (nranks + 1) / 2)
+      r.fail("int32: %d", isum[count - 1]);
+    expectTrace.push_back(std::string(name) + " on " + std::to_string(channels) + " channel(s)");
+    if (r.ok(strata_reduce_scatter(in.data(), out.data(), count, STRATA_FLOAT32, STRATA_SUM, comm), comm, "rs"))
+      check("reduce_scatter", count);
+    expectTrace.push_back("ring on");
+    char record[8192];
+    strata_comm_explain(comm, "allreduce", count, STRATA_FLOAT32, record, sizeof(record), nullptr);
+    if (!std::strstr(record, ("STRATA_TUNER_FILE=" + rules + " line 3").c_str()))
+      r.fail("explain does not name the rule: %s", record);
+    strata_comm_explain(comm, "allreduce", count, STRATA_INT32, record, sizeof(record), nullptr);
+    if (!std::strstr(record, "\"decided_by\":\"cost model")) r.fail("no rule matches int32, yet: %s", record);
+    strata_comm_destroy(comm);
+    const std::string path = log + "." + std::to_string(getpid());
+    std::ifstream file(path);
+    std::stringstream text;
+    text << file.rdbuf();
+    size_t from = 0;
+    for (const std::string& w : expectTrace) {
+      const size_t at = text.str().find(": " + w, from);
+      if (at == std::string::npos) return r.fail("no trace line '%s' after offset %zu in %s", w.c_str(), from, path.c_str());
+      from = at + 1;
+    }
+    std::remove(path.c_str());
+  }, {{"STRATA_TUNER_FILE", rules}, {"STRATA_NCHANNELS", "4"}, {"STRATA_DEBUG", "TRACE"},
+      {"STRATA_DEBUG_SUBSYS", "COLL"}, {"STRATA_DEBUG_FILE", log + ".%p"}});
+  expectAllPassed(outcomes);
+  std::remove(rules.c_str());
+}
+
+// A file that cannot be read, or any malformed line, fails the creation
+// naming the line and why, whether or not the line would match.
+TEST(TunerFile, AMalformedFileFailsCreationNamingTheLine) {
+  const struct {
+    const char* text;
+    const char* needle;
+  } cases[] = {
+      {"allreduce * * * * -> ring * *\nallreduce * * * * -> ringg * *\n", "line 2: algorithm='ringg'"},
+      {"allreduce * * * * ring * *\n", "line 1: want 'collective"},
+      {"# ok\nallreduce 12Q * * * -> ring * *\n", "line 2: bytes '12Q'"},
+      {"allreduce * * * float33 -> ring * *\n", "line 1: 'float33' is not a datatype"},
+      {"allreduce * 64 * * -> ring 9 *\n", "line 1: channels=9"},
+      {"allreduce * * * * -> ring * 100\n", "line 1: chunk_bytes=100"},
+      {"allgatherz * * * * -> * * *\n", "line 1: 'allgatherz' is not a collective"},
+      {"broadcast * * * * -> ring * *\n", "line 1: algorithm='ring' is not one of broadcast's"},
+  };
+  int k = 0;
+  for (const auto& c : cases) {
+    const std::string path = writeFile("strata_tuner_bad" + std::to_string(k++), c.text);
+    const std::string needle = c.needle;
+    auto outcomes = runRanks(2, 60, [&](int rank, int nranks, const strata_unique_id_t& id, Reporter& r) {
+      strata_comm_t comm = nullptr;
+      const strata_result_t rc = strata_comm_init_rank(&comm, nranks, id, rank);
+      if (rc != STRATA_ERR_INVALID_ARGUMENT || !std::strstr(strata_last_error(), needle.c_str()))
+        r.fail("%s: init returned %s: %s", needle.c_str(), strata_result_string(rc), strata_last_error());
+      if (comm) strata_comm_destroy(comm);
+    }, {{"STRATA_TUNER_FILE", path}, {"STRATA_NCHANNELS", "4"}});
+    expectAllPassed(outcomes);
+    std::remove(path.c_str());
+  }
+  auto outcomes = runRanks(2, 60, [&](int rank, int nranks, const strata_unique_id_t& id, Reporter& r) {
+    strata_comm_t comm = nullptr;
+    if (strata_comm_init_rank(&comm, nranks, id, rank) != STRATA_ERR_INVALID_ARGUMENT ||
+        !std::strstr(strata_last_error(), "cannot be read"))
+      r.fail("a missing file: %s", strata_last_error());
+    if (comm) strata_comm_destroy(comm);
+  }, {{"STRATA_TUNER_FILE", "/nonexistent/strata.rules"}});
+  expectAllPassed(outcomes);
+}
+
 }  // namespace
 }  // namespace strata::test
