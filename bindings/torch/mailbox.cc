@@ -102,6 +102,8 @@ void Mailbox::loop() {
   // Outstanding requests fail with the communicator; waiting frees them.
   strata_comm_destroy(comm_);
   for (strata_request_t r : orphans_.requests) strata_wait(r);
+  for (Op& op : orphans_.sends)
+    for (strata_request_t r : op.sent) strata_wait(r);
 }
 
 bool Mailbox::start(Op op) {
@@ -110,16 +112,16 @@ bool Mailbox::start(Op op) {
     return true;
   }
   if (op.send) {
-    strata_result_t rc = strata_isend(&op.header, sizeof(Header), STRATA_UINT8, op.peer, comm_, &op.sent[0]);
-    if (rc == STRATA_SUCCESS && op.header.bytes > kInlineBytes)
-      rc = strata_isend(op.tensor.data_ptr(), op.header.bytes, STRATA_UINT8, op.peer, comm_, &op.sent[1]);
+    // In its place first: strata reads the header from there until the send completes.
+    Op& sent = sends_.emplace_back(std::move(op));
+    strata_result_t rc = strata_isend(&sent.header, sizeof(Header), STRATA_UINT8, sent.peer, comm_, &sent.sent[0]);
+    if (rc == STRATA_SUCCESS && sent.header.bytes > kInlineBytes)
+      rc = strata_isend(sent.tensor.data_ptr(), sent.header.bytes, STRATA_UINT8, sent.peer, comm_, &sent.sent[1]);
     if (rc != STRATA_SUCCESS) {
       // A header without its payload would desynchronise the peer's stream.
-      op.work->complete("send: " + requestError(rc));
-      breakWith("an earlier send failed mid-message: " + requestError(rc));
+      breakWith("send: " + requestError(rc));
       return true;
     }
-    sends_.push_back(std::move(op));
     return false;
   }
   if (fromArrived(op)) return true;
@@ -174,8 +176,13 @@ bool Mailbox::pollSends() {
       if (isDone) r = nullptr;
       if (rc != STRATA_SUCCESS && error.empty()) error = "send: " + requestError(rc);
     }
-    if (!error.empty() || (!it->sent[0] && !it->sent[1])) {
-      it->work->complete(error);
+    if (!error.empty()) {
+      // The other half of the message may still be in flight: breakWith keeps it.
+      breakWith(error);
+      return true;
+    }
+    if (!it->sent[0] && !it->sent[1]) {
+      it->work->complete("");
       it = sends_.erase(it);
       moved = true;
     } else {
@@ -291,13 +298,9 @@ void Mailbox::breakWith(const std::string& why) {
   if (broken_.empty()) broken_ = why;
   // Requests still in flight stay with the communicator until it is
   // destroyed, and so must the memory they read or write.
-  for (Op& op : sends_) {
-    for (strata_request_t r : op.sent)
-      if (r) orphans_.requests.push_back(r);
-    orphans_.tensors.push_back(op.tensor);
-    op.work->complete(broken_);
-  }
-  sends_.clear();
+  // A send's Op holds its header and tensor: it is kept whole.
+  for (Op& op : sends_) op.work->complete(broken_);
+  orphans_.sends.splice(orphans_.sends.end(), sends_);
   for (Inbound& in : inbound_) {
     for (strata_request_t r : {in.headerRequest, in.payloadRequest})
       if (r) orphans_.requests.push_back(r);

@@ -112,6 +112,7 @@ class Mailbox {
   std::deque<Arrived> arrived_;   // in arrival order
   std::string broken_;
   struct {  // what requests abandoned by breakWith use until destroy
+    std::list<Op> sends;  // each with its header, tensor and requests
     std::vector<strata_request_t> requests;
     std::vector<at::Tensor> tensors;
     std::vector<std::vector<uint8_t>> buffers;
