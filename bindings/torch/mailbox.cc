@@ -192,18 +192,26 @@ bool Mailbox::pollSends() {
   return moved;
 }
 
+bool Mailbox::received(strata_request_t* request, int peer, bool* broke) {
+  int done = 0;
+  const strata_result_t rc = strata_test(*request, &done);
+  if (rc != STRATA_SUCCESS) {
+    *request = nullptr;
+    breakWith("recv from rank " + std::to_string(peer) + ": " + requestError(rc));
+    *broke = true;
+    return false;
+  }
+  if (done) *request = nullptr;
+  return done != 0;
+}
+
 bool Mailbox::pollInbound(int peer) {
   Inbound& in = inbound_[peer];
-  int isDone = 0;
+  bool isDone = false, broke = false;
   if (in.headerRequest) {
-    const strata_result_t rc = strata_test(in.headerRequest, &isDone);
-    if (rc != STRATA_SUCCESS) {
-      in.headerRequest = nullptr;
-      breakWith("recv from rank " + std::to_string(peer) + ": " + requestError(rc));
-      return true;
-    }
+    isDone = received(&in.headerRequest, peer, &broke);
+    if (broke) return true;
     if (!isDone) return false;
-    in.headerRequest = nullptr;
     // The oldest waiting receive this message fits takes it.
     in.matched = false;
     in.refused.clear();
@@ -231,18 +239,13 @@ bool Mailbox::pollInbound(int peer) {
         breakWith("recv from rank " + std::to_string(peer) + ": " + requestError(posted));
         return true;
       }
-      isDone = 0;
+      isDone = false;
     }
   }
   if (in.payloadRequest) {
-    const strata_result_t rc = strata_test(in.payloadRequest, &isDone);
-    if (rc != STRATA_SUCCESS) {
-      in.payloadRequest = nullptr;
-      breakWith("recv from rank " + std::to_string(peer) + ": " + requestError(rc));
-      return true;
-    }
+    isDone = received(&in.payloadRequest, peer, &broke);
+    if (broke) return true;
     if (!isDone) return false;
-    in.payloadRequest = nullptr;
   }
   if (!isDone) return false;
   if (in.matched) {

@@ -88,6 +88,9 @@ class Mailbox {
   bool start(Op op);
   bool pollSends();
   bool pollInbound(int peer);
+  // Tests one of a peer's receives: true once it is done (and freed); a
+  // failure breaks the mailbox and sets *broke.
+  bool received(strata_request_t* request, int peer, bool* broke);
   bool expire();
   void postHeaders();
   bool fromArrived(Op& op);

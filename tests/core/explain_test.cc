@@ -34,6 +34,22 @@ std::string field(const std::string& json, const std::string& key) {
   return json.substr(begin, end - begin);
 }
 
+// This process's trace (STRATA_DEBUG_FILE=log.%p) holds "...: <w>" for each
+// of `want`, in order: what each collective ran, as its trace line says.
+void expectTraceLines(Reporter& r, const std::string& log, const std::vector<std::string>& want) {
+  const std::string path = log + "." + std::to_string(getpid());
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  size_t from = 0;
+  for (const std::string& w : want) {
+    const size_t at = text.str().find(": " + w, from);
+    if (at == std::string::npos) return r.fail("no trace line '%s' after offset %zu in %s", w.c_str(), from, path.c_str());
+    from = at + 1;
+  }
+  std::remove(path.c_str());
+}
+
 struct Query {
   const char* collective;
   size_t count;
@@ -102,20 +118,7 @@ void explainAndRun(int rank, int nranks, const strata_unique_id_t& id, Reporter&
     if (!r.ok(rc, comm, q.collective)) return;
   }
   strata_comm_destroy(comm);
-  std::ifstream file(log + "." + std::to_string(getpid()));
-  std::stringstream text;
-  text << file.rdbuf();
-  size_t from = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const size_t at = text.str().find(": " + want[i], from);
-    if (at == std::string::npos) {
-      r.fail("query %zu: explain said %s, the trace of the call shows otherwise (log %s)", i, want[i].c_str(),
-             (log + "." + std::to_string(getpid())).c_str());
-      return;
-    }
-    from = at;
-  }
-  std::remove((log + "." + std::to_string(getpid())).c_str());
+  expectTraceLines(r, log, want);
 }
 
 void runCase(const Env& extra, const char* rule) {
@@ -230,17 +233,7 @@ void perCall(int rank, int nranks, const strata_unique_id_t& id, Reporter& r, co
   if (!r.ok(strata_allreduce(in.data(), out.data(), count, STRATA_FLOAT32, STRATA_SUM, comm), comm, "after refusals"))
     return;
   strata_comm_destroy(comm);
-  const std::string path = log + "." + std::to_string(getpid());
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  size_t from = 0;
-  for (const std::string& w : want) {
-    const size_t at = text.str().find(": " + w, from);
-    if (at == std::string::npos) return r.fail("no trace line '%s' after offset %zu in %s", w.c_str(), from, path.c_str());
-    from = at + 1;
-  }
-  std::remove(path.c_str());
+  expectTraceLines(r, log, want);
 }
 
 TEST(PerCall, TheCallRunsWhatItAskedForAndBadChoicesAreRefused) {
@@ -323,17 +316,7 @@ TEST(TunerFile, TheFirstMatchingRuleChoosesAndExplainNamesIt) {
     strata_comm_explain(comm, "allreduce", count, STRATA_INT32, record, sizeof(record), nullptr);
     if (!std::strstr(record, "\"decided_by\":\"cost model")) r.fail("no rule matches int32, yet: %s", record);
     strata_comm_destroy(comm);
-    const std::string path = log + "." + std::to_string(getpid());
-    std::ifstream file(path);
-    std::stringstream text;
-    text << file.rdbuf();
-    size_t from = 0;
-    for (const std::string& w : expectTrace) {
-      const size_t at = text.str().find(": " + w, from);
-      if (at == std::string::npos) return r.fail("no trace line '%s' after offset %zu in %s", w.c_str(), from, path.c_str());
-      from = at + 1;
-    }
-    std::remove(path.c_str());
+    expectTraceLines(r, log, expectTrace);
   }, {{"STRATA_TUNER_FILE", rules}, {"STRATA_NCHANNELS", "4"}, {"STRATA_DEBUG", "TRACE"},
       {"STRATA_DEBUG_SUBSYS", "COLL"}, {"STRATA_DEBUG_FILE", log + ".%p"}});
   expectAllPassed(outcomes);
