@@ -373,7 +373,9 @@ Status Comm::connectDevice() {
 CollCall Comm::tuned(const CollCall& call, int* line) const {
   int matched = 0;
   CollCall out = call;
-  if (!call.pick.any() && !tuner_.empty()) out.pick = tuner_.pickFor(call, &matched);
+  // Calls on device memory plan with the device's own slots and channels.
+  if (!call.pick.any() && !tuner_.empty() && call.memory != MemoryType::Device)
+    out.pick = tuner_.pickFor(call, &matched);
   if (line) *line = matched;
   return out;
 }

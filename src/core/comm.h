@@ -180,7 +180,7 @@ class Comm final : public FailureSink {
   // takes none and the ranks stay in step).
   Status lookup(const CollCall& given, const PlannedCall** planned) {
     CollCall withRule;
-    const CollCall& call = tuner_.empty() || given.pick.any() ? given : (withRule = tuned(given, nullptr), withRule);
+    const CollCall& call = tuner_.empty() ? given : (withRule = tuned(given, nullptr), withRule);
     *planned = PlanKey::cacheable(call) ? cache_.find(PlanKey::of(call)) : nullptr;
     if (!*planned) STRATA_CHECK(planMiss(call, planned));
     return Status::ok();
