@@ -93,11 +93,13 @@ void Mailbox::loop() {
       idleSleep = std::min(idleSleep * 2, kMaxSleep);
     }
   }
+  std::deque<Op> neverStarted;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (Op& op : incoming_) op.work->complete("the process group was destroyed before this operation ran");
-    incoming_.clear();
+    neverStarted.swap(incoming_);
   }
+  // Outside the lock: completing runs the futures' callbacks.
+  for (Op& op : neverStarted) op.work->complete("the process group was destroyed before this operation ran");
   breakWith("the process group was destroyed while this operation was pending");
   // Outstanding requests fail with the communicator; waiting frees them.
   strata_comm_destroy(comm_);
@@ -275,14 +277,13 @@ bool Mailbox::landing(std::list<Op>::iterator recv) const {
 bool Mailbox::expire() {
   const auto now = Clock::now();
   const auto late = [&](const Op& op) { return op.deadline <= now; };
-  const std::string timedOut = "timeout: no message within the process group's timeout (" +
-                               std::to_string(timeout_.count()) + " ms)";
   bool moved = false;
   // A receive whose payload is arriving is not late; one still waiting for
   // its message leaves nothing behind and fails alone.
   for (auto it = recvs_.begin(); it != recvs_.end();) {
     if (!landing(it) && late(*it)) {
-      it->work->complete("recv " + timedOut);
+      it->work->complete("recv timeout: no message within the process group's timeout (" +
+                         std::to_string(timeout_.count()) + " ms)");
       it = recvs_.erase(it);
       moved = true;
     } else {
