@@ -172,8 +172,10 @@ void allreduceUntilError(strata_comm_t comm, Reporter& rep, double limitSeconds)
     if (rc == STRATA_SUCCESS) continue;
     std::printf("rank %d: allreduce %d failed after %.1f s: %s: %s\n", myRank(), i, took, strata_result_string(rc),
                 strata_comm_last_error(comm));
-    if (rc != STRATA_ERR_REMOTE && rc != STRATA_ERR_TIMEOUT)
-      rep.fail("allreduce failed with %s, want a remote failure or a timeout", strata_result_string(rc));
+    // Revoked: a survivor that saw the failure first revoked the
+    // communicator as its shrink began (STRATA_SHRINK_ABORT).
+    if (rc != STRATA_ERR_REMOTE && rc != STRATA_ERR_TIMEOUT && rc != STRATA_ERR_REVOKED)
+      rep.fail("allreduce failed with %s, want a remote failure, a timeout or a revoke", strata_result_string(rc));
     if (took > limitSeconds) rep.fail("the error took %.1f s, more than %.0f s", took, limitSeconds);
     return;
   }

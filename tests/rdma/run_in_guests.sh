@@ -29,10 +29,24 @@ fi
 cd "$build" || exit 1
 guests=${RDMA_VM_GUESTS:-2}
 export STRATA_TRANSPORT=ib RDMA_TEST_PORT=29700 WORLD_SIZE=$guests MASTER_ADDR=rdmavm0
-command='RANK=$RDMA_VM_NODE exec "$0" "$@"'
+# Every guest stays up until all have finished: with three guests or more,
+# rdma-vm joins them through a hub that dies when a guest exits while frames
+# for it are still queued (its recv raises ECONNRESET), which would cut the
+# link between the guests still running. Each guest marks its end in the
+# shared directory and waits, up to 10 minutes, for the others' marks.
+command='RANK=$RDMA_VM_NODE "$0" "$@"; rc=$?
+: > "$RDMA_DONE.$RDMA_VM_NODE"
+for _ in $(seq 1200); do
+  marks=("$RDMA_DONE".*)
+  [ "${#marks[@]}" -ge "$RDMA_VM_NODES" ] && break
+  sleep 0.5
+done
+exit $rc'
 for attempt in 1 2; do
+  export RDMA_DONE="$build/.rdma-done.$$.$attempt"
   "$vm" --nodes "$guests" --timeout 1200 -- bash -c "$command" "$binary" "$@"
   rc=$?
+  rm -f "$RDMA_DONE".*
   # 125: a guest did not boot or report, which a loaded host can cause once.
   [ "$rc" -ne 125 ] && exit "$rc"
   echo "rdma-vm: a guest failed to boot (attempt $attempt)"
