@@ -6,12 +6,12 @@
 
 namespace strata {
 
-Status parseForcedAlgo(const std::string& text, const AllreduceAlgorithm** algo) {
+Status parseForcedAlgo(const std::string& text, const char* forcedBy, const AllreduceAlgorithm** algo) {
   const AllreduceAlgorithm* found = text.empty() ? nullptr : findAllreduce(text);
   if (!text.empty() && !found) {
     std::string names;
     for (const AllreduceAlgorithm* a : allreduceAlgorithms()) names += std::string(names.empty() ? "" : ", ") + a->name;
-    return makeErrorQuiet(STRATA_ERR_INVALID_ARGUMENT, "STRATA_ALGO='%s' is not an algorithm (%s)", text.c_str(),
+    return makeErrorQuiet(STRATA_ERR_INVALID_ARGUMENT, "%s='%s' is not an algorithm (%s)", forcedBy, text.c_str(),
                           names.c_str());
   }
   *algo = found;
@@ -26,17 +26,18 @@ double estimateUs(const CostModel& model, const AllreduceAlgorithm& algo, const 
 }
 
 Status Tuning::create(const std::string& forcedAlgo, size_t oneshotBytes, const CostModel& model,
-                      const PlanShape& shape, bool reproducible, Tuning* out) {
+                      const PlanShape& shape, bool reproducible, Tuning* out, const char* forcedBy) {
   Tuning t;
-  STRATA_CHECK(parseForcedAlgo(forcedAlgo, &t.forced_));
+  t.forcedBy_ = forcedBy;
+  STRATA_CHECK(parseForcedAlgo(forcedAlgo, forcedBy, &t.forced_));
   if (reproducible && t.forced_ && !t.forced_->has(kRankOrder)) {
     std::string names;
     for (const AllreduceAlgorithm* a : allreduceAlgorithms())
       if (a->has(kRankOrder)) names += std::string(names.empty() ? "" : " or ") + a->name;
     return makeErrorQuiet(STRATA_ERR_INVALID_ARGUMENT,
-                          "STRATA_ALGO=%s does not fold every rank's input in rank order, so its results "
+                          "%s=%s does not fold every rank's input in rank order, so its results "
                           "would depend on it; with STRATA_REPRODUCIBLE=1 force %s, or none",
-                          t.forced_->name, names.c_str());
+                          forcedBy, t.forced_->name, names.c_str());
   }
   t.reproducible_ = reproducible;
   t.oneshotBytes_ = oneshotBytes;
@@ -62,9 +63,9 @@ Status Tuning::chooseAllreduce(const PlanShape& shape, uint64_t count, Allreduce
   if (algo) {
     if (algo->has(kOneSlot) && bytes > shape.slotBytes)
       return makeErrorQuiet(STRATA_ERR_INVALID_USAGE,
-                            "STRATA_ALGO=%s cannot carry %llu bytes: it needs the buffer to "
+                            "%s=%s cannot carry %llu bytes: it needs the buffer to "
                             "fit one slot (STRATA_SLOT_BYTES=%zu)",
-                            algo->name, (unsigned long long)bytes, shape.slotBytes);
+                            forcedBy_, algo->name, (unsigned long long)bytes, shape.slotBytes);
   } else {
     // A bucket's pick carries the bucket's largest size, 2^k >= bytes, and
     // so every size in it: limits are upper bounds. Only the last bucket

@@ -14,8 +14,9 @@
 
 namespace strata {
 
-// Parses STRATA_ALGO: "" (automatic: null) or a registered algorithm's name.
-Status parseForcedAlgo(const std::string& text, const AllreduceAlgorithm** algo);
+// Parses STRATA_ALGO (or the setting forcedBy names): "" (automatic: null)
+// or a registered algorithm's name.
+Status parseForcedAlgo(const std::string& text, const char* forcedBy, const AllreduceAlgorithm** algo);
 
 // The model's estimate of one allreduce of `bytes` with `algo`, in
 // microseconds; infinity when the algorithm cannot carry it (kOneSlot beyond
@@ -34,9 +35,11 @@ class Tuning {
   // shape: the communicator's (rank, size, channels, slot, layout).
   // reproducible: only algorithms with kRankOrder, and the direct forms of
   // reduce and reduce_scatter (which fold in rank order too); forcing
-  // another algorithm fails.
+  // another algorithm fails. forcedBy names the setting forcedAlgo came
+  // from, in errors and explanations.
   static Status create(const std::string& forcedAlgo, size_t oneshotBytes, const CostModel& model,
-                       const PlanShape& shape, bool reproducible, Tuning* out);
+                       const PlanShape& shape, bool reproducible, Tuning* out,
+                       const char* forcedBy = "STRATA_ALGO");
 
   Status chooseAllreduce(const PlanShape& shape, uint64_t count, AllreduceChoice* choice) const;
   // Other collectives: the direct (one-hop) algorithms for small sizes, else
@@ -45,6 +48,7 @@ class Tuning {
   bool useDirect(uint64_t bytes) const;
   bool reproducible() const { return reproducible_; }
   const AllreduceAlgorithm* forced() const { return forced_; }  // STRATA_ALGO's, or null
+  const char* forcedBy() const { return forcedBy_; }
   size_t oneshotBytes() const { return oneshotBytes_; }
   // "8B-4KiB oneshot, 8KiB-64KiB hd, 128KiB+ ring" (or the forced algorithm).
   std::string describe() const;
@@ -52,6 +56,7 @@ class Tuning {
  private:
   static constexpr int kBuckets = 48;  // up to 2^47 bytes
   const AllreduceAlgorithm* forced_ = nullptr;
+  const char* forcedBy_ = "STRATA_ALGO";
   bool reproducible_ = false;
   size_t oneshotBytes_ = 0;
   std::array<const AllreduceAlgorithm*, kBuckets> byLog2_{};  // by ceil(log2(bytes))

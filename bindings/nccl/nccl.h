@@ -77,7 +77,7 @@ typedef enum {
 
 /* NCCL 2.23's layout, which ends at splitShare (later NCCL versions append
  * fields). A config from a newer header, larger and with a newer version, is
- * accepted too: only blocking is read. */
+ * accepted too: only blocking and maxCTAs are read. */
 typedef struct ncclConfig_v21700 {
   size_t size;           /* set by NCCL_CONFIG_INITIALIZER */
   unsigned int magic;    /* set by NCCL_CONFIG_INITIALIZER */
@@ -86,7 +86,7 @@ typedef struct ncclConfig_v21700 {
                             ncclCommGetAsyncError until it is no longer ncclInProgress */
   int cgaClusterSize;    /* GPU tuning: ignored */
   int minCTAs;           /* GPU tuning: ignored */
-  int maxCTAs;           /* GPU tuning: ignored */
+  int maxCTAs;           /* the communicator's channel count (at most 32) */
   const char* netName;   /* accepted, ignored (STRATA_TRANSPORT chooses) */
   int splitShare;        /* accepted, ignored */
 } ncclConfig_t;

@@ -4,12 +4,15 @@
 // stream goes to strata's stream-ordered calls (strata_*_ex); a NULL stream
 // takes the same calls' blocking form on host buffers.
 #include <algorithm>
+#include <cctype>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -267,6 +270,76 @@ ncclResult_t rooted(bool gather, const void* sendbuff, void* recvbuff, size_t co
 
 ncclComm_t wrap(strata_comm_t s) { return new ncclComm(s); }
 
+// NCCL's own tuning settings, as a communicator's strata_config_t: what
+// strata has an equivalent for is mapped, the rest left to strata's choice.
+struct Tuning {
+  std::string algorithm;  // for allreduce; empty: strata's cost model
+  int nchannels = 0;      // 0: STRATA_NCHANNELS
+};
+
+// NCCL_ALGO's allreduce part. The grammar is NCCL's: "Ring", "Tree,Ring",
+// "^Tree" (all but Tree), or per collective, "allreduce:tree;broadcast:ring"
+// (a section without a collective applies to all). Where what allreduce may
+// use leaves exactly one of Ring and Tree, strata forces its algorithm of
+// that name; NCCL's others (CollNet, NVLS, PAT) have no equivalent here.
+ncclResult_t allreduceAlgoOf(const char* text, std::string* out) {
+  static const char* const kKnown[] = {"tree", "ring", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat"};
+  std::string all(text), general, own;  // lower case
+  bool hasOwn = false;
+  for (char& c : all) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (size_t start = 0; start <= all.size();) {
+    size_t end = all.find(';', start);
+    if (end == std::string::npos) end = all.size();
+    const std::string section = all.substr(start, end - start);
+    start = end + 1;
+    const size_t colon = section.find(':');
+    if (colon == std::string::npos) {
+      general = section;
+    } else if (section.compare(0, colon, "allreduce") == 0) {
+      own = section.substr(colon + 1);
+      hasOwn = true;
+    }
+  }
+  const std::string& list = hasOwn ? own : general;
+  const bool exclude = !list.empty() && list[0] == '^';
+  bool named[7] = {};
+  for (size_t start = exclude ? 1 : 0; start < list.size();) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    const std::string name = list.substr(start, end - start);
+    start = end + 1;
+    const auto* at = std::find(std::begin(kKnown), std::end(kKnown), name);
+    if (at == std::end(kKnown))
+      return fail(ncclInvalidArgument, nullptr,
+                  "NCCL_ALGO='%s' names '%s', which is not an NCCL algorithm (Tree, Ring, CollnetDirect, "
+                  "CollnetChain, NVLS, NVLSTree, PAT)", text, name.c_str());
+    named[at - std::begin(kKnown)] = true;
+  }
+  const bool tree = named[0] != exclude, ring = named[1] != exclude;
+  out->assign(list.empty() || tree == ring ? "" : tree ? "tree" : "ring");
+  return ncclSuccess;
+}
+
+// NCCL_ALGO, and the channel cap from config->maxCTAs, else NCCL_MAX_CTAS
+// or NCCL_MAX_NCHANNELS (NCCL's CTAs are its channels).
+ncclResult_t tuningOf(const ncclConfig_t* config, Tuning* out) {
+  if (const char* algo = std::getenv("NCCL_ALGO"))
+    if (ncclResult_t r = allreduceAlgoOf(algo, &out->algorithm); r != ncclSuccess) return r;
+  long cap = config && config->maxCTAs != NCCL_CONFIG_UNDEF_INT ? config->maxCTAs : 0;
+  const char* from = "config->maxCTAs";
+  for (const char* name : {"NCCL_MAX_CTAS", "NCCL_MAX_NCHANNELS"}) {
+    const char* v = std::getenv(name);
+    if (cap != 0 || !v) continue;
+    char* end = nullptr;
+    cap = std::strtol(v, &end, 10);
+    if (end == v || *end) return fail(ncclInvalidArgument, nullptr, "%s='%s' is not a number", name, v);
+    from = name;
+  }
+  if (cap < 0) return fail(ncclInvalidArgument, nullptr, "%s=%ld is negative", from, cap);
+  out->nchannels = static_cast<int>(std::min(cap, 32L));  // strata's most
+  return ncclSuccess;
+}
+
 // A communicator freed inside the group that initialised it is not waited for.
 void forget(ncclComm_t comm) {
   tGroupInits.erase(std::remove(tGroupInits.begin(), tGroupInits.end(), comm), tGroupInits.end());
@@ -324,6 +397,11 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm (the output pointer) is NULL");
   if (config && (config->magic != 0xcafebeef || config->size < offsetof(ncclConfig_t, splitShare)))
     return fail(ncclInvalidArgument, nullptr, "config was not initialised with NCCL_CONFIG_INITIALIZER");
+  Tuning tuning;
+  if (ncclResult_t r = tuningOf(config, &tuning); r != ncclSuccess) return r;
+  strata_config_t settings = STRATA_CONFIG_INITIALIZER;
+  settings.algorithm = tuning.algorithm.empty() ? nullptr : tuning.algorithm.c_str();
+  settings.nchannels = tuning.nchannels;
   strata_unique_id_t id;
   std::memcpy(&id, &commId, sizeof(id));
   strata_comm_t s;
@@ -331,8 +409,9 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   // Inside a group the ranks may all be this thread's (one per GPU): start
   // each init and let ncclGroupEnd wait for them together.
   const bool inGroup = !nonBlocking && tGroupDepth > 0;
-  strata_result_t rc = nonBlocking || inGroup ? strata_comm_init_rank_nonblocking(&s, nranks, id, rank)
-                                              : strata_comm_init_rank(&s, nranks, id, rank);
+  strata_result_t rc = nonBlocking || inGroup
+                           ? strata_comm_init_rank_config_nonblocking(&s, nranks, id, rank, &settings)
+                           : strata_comm_init_rank_config(&s, nranks, id, rank, &settings);
   if (rc != STRATA_SUCCESS) return done(rc, nullptr);
   *comm = wrap(s);
   if (inGroup) tGroupInits.push_back(*comm);

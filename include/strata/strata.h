@@ -129,8 +129,13 @@ typedef struct {
   /* 1: reproducible results (STRATA_REPRODUCIBLE=1 for this communicator;
    * strata_comm_is_reproducible says what it means), -1: not, 0: the variable. */
   int reproducible;
+  /* STRATA_ALGO for this communicator's allreduces: one of
+   * strata-info --algorithms, copied at init; NULL: the variable. */
+  const char* algorithm;
+  /* STRATA_NCHANNELS for this communicator, 1 to 32; 0: the variable. */
+  int nchannels;
 } strata_config_t;
-#define STRATA_CONFIG_INITIALIZER {sizeof(strata_config_t), 0.0, 0}
+#define STRATA_CONFIG_INITIALIZER {sizeof(strata_config_t), 0.0, 0, NULL, 0}
 
 /* strata_comm_init_rank with settings of its own (config NULL: none).
  * STRATA_ERR_INVALID_ARGUMENT names a field that is out of range.
@@ -147,6 +152,11 @@ STRATA_API strata_result_t strata_comm_init_rank_config(strata_comm_t* comm, int
  * waits for it to end (destroy and abort included). */
 STRATA_API strata_result_t strata_comm_init_rank_nonblocking(strata_comm_t* comm, int nranks,
                                                              strata_unique_id_t id, int rank);
+/* strata_comm_init_rank_nonblocking with settings of its own, as
+ * strata_comm_init_rank_config takes them (checked before it returns). */
+STRATA_API strata_result_t strata_comm_init_rank_config_nonblocking(strata_comm_t* comm, int nranks,
+                                                                    strata_unique_id_t id, int rank,
+                                                                    const strata_config_t* config);
 
 /* Initialises from torchrun-style variables: RANK, WORLD_SIZE, MASTER_ADDR,
  * MASTER_PORT (LOCAL_RANK is optional). Rank 0 listens on MASTER_ADDR:MASTER_PORT. */

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "params.h"
 #include "pmix_job.h"
+#include "selection.h"
 #include "transport.h"
 
 namespace strata::api {
@@ -102,6 +103,17 @@ Status overridesOf(const strata_config_t* config, CommOverrides* out) {
                                 config->reproducible);
     out->reproducible = config->reproducible;
   }
+  if (config->size >= offsetof(strata_config_t, nchannels) + sizeof(config->nchannels)) {
+    if (config->algorithm) {
+      const AllreduceAlgorithm* algo = nullptr;
+      const std::string name(config->algorithm, strnlen(config->algorithm, 64));
+      STRATA_CHECK(parseForcedAlgo(name.empty() ? "(empty)" : name, "config->algorithm", &algo));
+      out->algo = name;
+    }
+    if (config->nchannels < 0 || config->nchannels > 32)
+      return STRATA_INVALID_ARG("config->nchannels=%d must be in 1..32, or 0 (STRATA_NCHANNELS)", config->nchannels);
+    out->nchannels = config->nchannels;
+  }
   return Status::ok();
 }
 
@@ -115,19 +127,22 @@ Status initRank(strata_comm_t* comm, int nranks, const strata_unique_id_t& id, i
 }
 
 // Returns at once with a communicator whose bootstrap runs on its own thread.
-Status initRankNonBlocking(strata_comm_t* comm, int nranks, const strata_unique_id_t& id, int rank) {
+Status initRankNonBlocking(strata_comm_t* comm, int nranks, const strata_unique_id_t& id, int rank,
+                           const strata_config_t* userConfig) {
   boot::BootstrapConfig config;
   STRATA_CHECK(rankConfig(comm, nranks, id, rank, &config));
+  CommOverrides overrides;
+  STRATA_CHECK(overridesOf(userConfig, &overrides));
   auto* c = new strata_comm{};
   c->initDone.store(false, std::memory_order_relaxed);
   c->initJoined.store(false, std::memory_order_relaxed);
-  c->initThread = std::thread([c, config] {
+  c->initThread = std::thread([c, config, overrides] {
     log::setThreadRank(config.rank);
     std::unique_ptr<Comm> impl;
     Status s;
     // An exception here would end the process (std::terminate): make it the init's error.
     try {
-      s = Comm::create(config, CommOverrides(), &impl);
+      s = Comm::create(config, overrides, &impl);
     } catch (const std::exception& e) {
       s = makeErrorQuiet(STRATA_ERR_SYSTEM, "non-blocking init failed: %s", e.what());
     }
@@ -184,6 +199,16 @@ Status initWorld(strata_comm_t* comm) {
 }
 
 }  // namespace
+
+strata_config_t inheritedConfig(const Comm& parent) {
+  const CommOverrides& given = parent.overrides();
+  strata_config_t config = STRATA_CONFIG_INITIALIZER;
+  config.timeout_seconds = given.timeoutSeconds;
+  config.reproducible = given.reproducible;
+  config.algorithm = given.algo.empty() ? nullptr : given.algo.c_str();
+  config.nchannels = given.nchannels;
+  return config;
+}
 
 Status ready(strata_comm* comm) {
   if (comm->initJoined.load(std::memory_order_acquire)) return comm->initStatus;
@@ -295,7 +320,14 @@ STRATA_API strata_result_t strata_comm_init_rank_config(strata_comm_t* comm, int
 STRATA_API strata_result_t strata_comm_init_rank_nonblocking(strata_comm_t* comm, int nranks,
                                                              strata_unique_id_t id, int rank) try {
   api::reloadSettings();
-  return finish(api::initRankNonBlocking(comm, nranks, id, rank));
+  return finish(api::initRankNonBlocking(comm, nranks, id, rank, nullptr));
+} STRATA_CATCH_ESCAPES
+
+STRATA_API strata_result_t strata_comm_init_rank_config_nonblocking(strata_comm_t* comm, int nranks,
+                                                                    strata_unique_id_t id, int rank,
+                                                                    const strata_config_t* config) try {
+  api::reloadSettings();
+  return finish(api::initRankNonBlocking(comm, nranks, id, rank, config));
 } STRATA_CATCH_ESCAPES
 
 STRATA_API strata_result_t strata_comm_init_env(strata_comm_t* comm) try {

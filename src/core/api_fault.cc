@@ -31,13 +31,6 @@ Status checkMaker(strata_comm* comm, const char* call) {
   return Status::ok();
 }
 
-strata_config_t inheritedConfig(const Comm& parent) {
-  strata_config_t config = STRATA_CONFIG_INITIALIZER;
-  config.timeout_seconds = parent.overrides().timeoutSeconds;
-  config.reproducible = parent.overrides().reproducible;
-  return config;
-}
-
 }  // namespace
 
 void deliverReport(const std::string& text, const char* what, char* out, size_t len) {

@@ -66,9 +66,7 @@ STRATA_API strata_result_t strata_comm_split(strata_comm_t comm, int color, int 
                                               "unique id (its own error says why)",
                                               leader),
                   comm);
-  strata_config_t inherited = STRATA_CONFIG_INITIALIZER;
-  inherited.timeout_seconds = comm->impl->overrides().timeoutSeconds;
-  inherited.reproducible = comm->impl->overrides().reproducible;
+  const strata_config_t inherited = strata::api::inheritedConfig(*comm->impl);
   rc = strata_comm_init_rank_config(newcomm, static_cast<int>(group.size()), handoff.id, newRank, &inherited);
   if (rc != STRATA_SUCCESS) comm->impl->setLastError(strata_last_error());
   return rc;

@@ -68,6 +68,10 @@ void deliverReport(const std::string& text, const char* what, char* out, size_t 
 // init: the report every rank gets, and how many findings it holds.
 Status runCheck(strata_comm* comm, std::string* report, int* findings);
 
+// The settings a communicator made from `parent` (split, shrink, grow)
+// inherits: those its own init was given. Valid while parent lives.
+strata_config_t inheritedConfig(const Comm& parent);
+
 // Re-reads configuration and logging settings: every init entry point calls it.
 void reloadSettings();
 

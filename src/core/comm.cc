@@ -82,7 +82,8 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
   shape_ = PlanShape{rank_, nranks_, nchannels, config_.slotBytes, 0, &layout_};
   p2pSeqs_.sent.assign(nranks_, 0);
   p2pSeqs_.received.assign(nranks_, 0);
-  STRATA_CHECK(Tuning::create(config_.algo, config_.oneshotBytes, config_.cost, shape_, config_.reproducible, &tuning_));
+  STRATA_CHECK(Tuning::create(config_.algo, config_.oneshotBytes, config_.cost, shape_, config_.reproducible, &tuning_,
+                              config_.algoBy));
   if (!config_.tunerFile.empty()) {
     int perNode = 0;
     for (const topo::Node& node : layout_.hierarchy.nodes) perNode = std::max(perNode, int(node.ranks.size()));

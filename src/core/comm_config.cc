@@ -29,9 +29,10 @@ Status CommConfig::fromParams(const CommOverrides& overrides, CommConfig* out) {
   c.nslots = static_cast<int>(nslots);
   c.slotBytes = static_cast<size_t>(slotBytes);
   c.nthreads = static_cast<int>(params::nthreads());
-  c.nchannels = static_cast<int>(params::nchannels());
+  c.nchannels = overrides.nchannels > 0 ? overrides.nchannels : static_cast<int>(params::nchannels());
   c.spin = params::spinCount();
-  c.algo = params::algo();
+  c.algo = overrides.algo.empty() ? params::algo() : overrides.algo;
+  if (!overrides.algo.empty()) c.algoBy = "config->algorithm";
   c.tunerFile = params::tunerFile();
   if (params::reproducible() != 0 && params::reproducible() != 1)
     return STRATA_INVALID_ARG("STRATA_REPRODUCIBLE=%lld must be 0 or 1", (long long)params::reproducible());

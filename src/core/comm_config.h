@@ -17,6 +17,8 @@ namespace strata {
 struct CommOverrides {
   double timeoutSeconds = 0;
   int reproducible = 0;  // 1 on, -1 off
+  std::string algo;      // empty: STRATA_ALGO
+  int nchannels = 0;     // 0: STRATA_NCHANNELS
 };
 
 struct CommConfig {
@@ -27,6 +29,7 @@ struct CommConfig {
   size_t slotBytes = 0;       // STRATA_SLOT_BYTES
   int nslots = 0;             // STRATA_NSLOTS
   std::string algo;           // STRATA_ALGO
+  const char* algoBy = "STRATA_ALGO";  // or the strata_config_t field that set algo
   bool reproducible = false;  // STRATA_REPRODUCIBLE
   std::string tunerFile;      // STRATA_TUNER_FILE
   size_t oneshotBytes = 0;    // STRATA_ONESHOT_BYTES

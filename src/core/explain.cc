@@ -27,9 +27,10 @@ std::string number(double v) { return std::isfinite(v) ? formatText("%.3f", v) :
 // Why the choice fell where it did, for the collectives without estimates.
 std::string sizeRule(const Tuning& tuning, uint64_t blockBytes, bool direct) {
   if (tuning.reproducible()) return "reproducible mode: the direct form, which folds in rank order";
-  if (tuning.forced() && tuning.forced()->has(kForcesDirect)) return formatText("STRATA_ALGO=%s forces the direct form", tuning.forced()->name);
+  if (tuning.forced() && tuning.forced()->has(kForcesDirect))
+    return formatText("%s=%s forces the direct form", tuning.forcedBy(), tuning.forced()->name);
   if (tuning.forced() && tuning.forced()->has(kForcesPipelined))
-    return formatText("STRATA_ALGO=%s forces the pipelined form", tuning.forced()->name);
+    return formatText("%s=%s forces the pipelined form", tuning.forcedBy(), tuning.forced()->name);
   return formatText("size: %llu bytes per rank block is %s STRATA_ONESHOT_BYTES=%zu", (unsigned long long)blockBytes,
                     direct ? "at most" : "more than", tuning.oneshotBytes());
 }
@@ -47,7 +48,7 @@ Status Comm::explain(const CollCall& call, std::string* json) const {
   std::string decided, candidates;
   if (call.coll == Coll::Allreduce) {
     const AllreduceAlgorithm* forced = tuning_.forced();
-    decided = forced ? formatText("STRATA_ALGO=%s", forced->name)
+    decided = forced ? formatText("%s=%s", tuning_.forcedBy(), forced->name)
               : tuning_.reproducible()
                   ? std::string("cost model, among the algorithms that fold in rank order (STRATA_REPRODUCIBLE=1)")
                   : std::string("cost model (the cheapest estimate for this size's power-of-two bucket)");
@@ -101,7 +102,7 @@ void Comm::logFirstDecision(const CollCall& call) {
   if (!explained_.insert(static_cast<int>(call.coll) * 64 + sizeClass).second) return;
   std::string why;
   if (call.coll == Coll::Allreduce) {
-    why = tuning_.forced() ? formatText("STRATA_ALGO=%s", tuning_.forced()->name)
+    why = tuning_.forced() ? formatText("%s=%s", tuning_.forcedBy(), tuning_.forced()->name)
                            : std::string(tuning_.reproducible() ? "cost model, rank-order folds only" : "cost model");
     PlanShape shape = shape_;
     shape.elemSize = strata_datatype_size(call.datatype);

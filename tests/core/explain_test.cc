@@ -57,9 +57,9 @@ struct Query {
 };
 
 void explainAndRun(int rank, int nranks, const strata_unique_id_t& id, Reporter& r, const std::string& log,
-                   const char* rule) {
+                   const char* rule, const strata_config_t* config) {
   strata_comm_t comm = nullptr;
-  if (!r.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+  if (!r.ok(strata_comm_init_rank_config(&comm, nranks, id, rank, config), nullptr, "init")) return;
   const std::vector<Query> queries = {{"allreduce", 3, STRATA_FLOAT32},
                                       {"allreduce", 300000, STRATA_FLOAT32},
                                       {"allreduce", 2000000, STRATA_BFLOAT16},
@@ -121,12 +121,12 @@ void explainAndRun(int rank, int nranks, const strata_unique_id_t& id, Reporter&
   expectTraceLines(r, log, want);
 }
 
-void runCase(const Env& extra, const char* rule) {
+void runCase(const Env& extra, const char* rule, const strata_config_t* config = nullptr) {
   const std::string log = ::testing::TempDir() + "strata_explain_" + std::to_string(getpid()) + ".log";
   Env env = {{"STRATA_DEBUG", "TRACE"}, {"STRATA_DEBUG_SUBSYS", "COLL,ALGO"}, {"STRATA_DEBUG_FILE", log + ".%p"}};
   env.insert(env.end(), extra.begin(), extra.end());
   auto outcomes = runRanks(3, 60, [&](int rank, int nranks, const strata_unique_id_t& id, Reporter& r) {
-    explainAndRun(rank, nranks, id, r, log, rule);
+    explainAndRun(rank, nranks, id, r, log, rule, config);
   }, env);
   expectAllPassed(outcomes);
 }
@@ -134,6 +134,51 @@ void runCase(const Env& extra, const char* rule) {
 TEST(Explain, TheCostModelsChoiceMatchesWhatRuns) { runCase({}, "cost model"); }
 TEST(Explain, AForcedAlgorithmSaysSo) { runCase({{"STRATA_ALGO", "ring"}}, "STRATA_ALGO=ring"); }
 TEST(Explain, ReproducibleModeSaysSo) { runCase({{"STRATA_REPRODUCIBLE", "1"}}, "STRATA_REPRODUCIBLE=1"); }
+// The communicator's own algorithm (strata_config_t, as the NCCL drop-in
+// sets it from NCCL_ALGO) wins over STRATA_ALGO.
+TEST(Explain, ACommunicatorsOwnAlgorithmSaysSo) {
+  strata_config_t config = STRATA_CONFIG_INITIALIZER;
+  config.algorithm = "tree";
+  runCase({{"STRATA_ALGO", "ring"}}, "config->algorithm=tree", &config);
+}
+
+// Its own algorithm and channel count hold for what is split from it too,
+// and bad ones are refused by name before the bootstrap.
+TEST(Explain, ACommunicatorsOwnChoiceIsInheritedAndChecked) {
+  auto outcomes = runRanks(2, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& r) {
+    strata_config_t config = STRATA_CONFIG_INITIALIZER;
+    strata_comm_t comm = nullptr;
+    for (const char* bad : {"", "nope"}) {
+      config.algorithm = bad;
+      if (strata_comm_init_rank_config(&comm, nranks, id, rank, &config) != STRATA_ERR_INVALID_ARGUMENT ||
+          !std::strstr(strata_last_error(), "config->algorithm"))
+        r.fail("config->algorithm='%s' was not refused by name: %s", bad, strata_last_error());
+    }
+    config.algorithm = "rd";
+    for (int bad : {-1, 33}) {
+      config.nchannels = bad;
+      if (strata_comm_init_rank_config(&comm, nranks, id, rank, &config) != STRATA_ERR_INVALID_ARGUMENT ||
+          !std::strstr(strata_last_error(), "config->nchannels"))
+        r.fail("config->nchannels=%d was not refused by name: %s", bad, strata_last_error());
+    }
+    config.nchannels = 3;
+    if (!r.ok(strata_comm_init_rank_config(&comm, nranks, id, rank, &config), nullptr, "init")) return;
+    strata_comm_t half = nullptr;
+    if (!r.ok(strata_comm_split(comm, 0, rank, &half), comm, "split")) return;
+    for (strata_comm_t c : {comm, half}) {
+      char name[16];
+      int channels = 0;
+      if (r.ok(strata_comm_algorithm(c, "allreduce", 1 << 22, STRATA_FLOAT32, name, sizeof(name), &channels), c,
+               "strata_comm_algorithm") &&
+          (std::strcmp(name, "rd") != 0 || channels != 3))
+        r.fail("%s: 16 MiB runs %s on %d channels, want rd on 3", c == comm ? "the communicator" : "its split",
+               name, channels);
+    }
+    strata_comm_destroy(half);
+    strata_comm_destroy(comm);
+  });
+  expectAllPassed(outcomes);
+}
 
 TEST(Explain, BadArgumentsAreRefusedByName) {
   auto outcomes = runRanks(2, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& r) {

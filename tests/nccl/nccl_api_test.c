@@ -605,9 +605,74 @@ int runRank(int rank, ncclUniqueId id, const ncclUniqueId* scalableIds) {
   return failures ? 1 : 0;
 }
 
-struct Ids {
-  ncclUniqueId id, scalable[2];
+/* NCCL's tuning settings map onto the communicator's own: NCCL_ALGO's
+ * allreduce part forces strata's algorithm of that name where it leaves one
+ * of Ring and Tree, maxCTAs (else NCCL_MAX_NCHANNELS) sets the channels.
+ * strata's log (STRATA_DEBUG=INFO to a file) says what then ran. */
+#define NTUNING 6
+static const struct {
+  const char* ncclAlgo;   /* NULL: unset */
+  int maxCTAs;            /* 0: NCCL_CONFIG_UNDEF_INT */
+  const char* maxChannels; /* NCCL_MAX_NCHANNELS; NULL: unset */
+  const char* wantChoice; /* in the log line of the first allreduce */
+  const char* wantInit;   /* in the init line */
+} kTuning[NTUNING] = {
+    {"Tree", 0, NULL, ": tree on 1 channel(s); config->algorithm=tree;", NULL},
+    {"tree,ring", 3, NULL, "; cost model;", ", 3 channels,"},
+    {"^RING", 0, "2", ": tree on ", ", 2 channels,"},
+    {"tree;allreduce:ring;broadcast:tree", 2, "1", "config->algorithm=ring;", ", 2 channels,"},
+    {"ring;allreduce:^ring,nvls", 0, NULL, "config->algorithm=tree;", NULL},
+    {"Rong", 0, NULL, NULL, NULL}, /* not NCCL's: the init fails, naming NCCL_ALGO */
 };
+
+static int tuningRank(int rank, const ncclUniqueId* ids) {
+  me = rank;
+  char log[64];
+  snprintf(log, sizeof(log), "/tmp/strata-nccl-tuning-%d.log", (int)getpid());
+  for (int k = 0; k < NTUNING; ++k) {
+    if (kTuning[k].ncclAlgo) setenv("NCCL_ALGO", kTuning[k].ncclAlgo, 1);
+    if (kTuning[k].maxChannels) setenv("NCCL_MAX_NCHANNELS", kTuning[k].maxChannels, 1);
+    setenv("STRATA_DEBUG", "INFO", 1);
+    setenv("STRATA_DEBUG_FILE", log, 1);
+    unlink(log);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    if (kTuning[k].maxCTAs) config.maxCTAs = kTuning[k].maxCTAs;
+    ncclComm_t comm = NULL;
+    ncclResult_t r = ncclCommInitRankConfig(&comm, 2, ids[k], rank, &config);
+    unsetenv("NCCL_ALGO");
+    unsetenv("NCCL_MAX_NCHANNELS");
+    unsetenv("STRATA_DEBUG");
+    unsetenv("STRATA_DEBUG_FILE");
+    if (!kTuning[k].wantChoice) {
+      CHECK(r == ncclInvalidArgument && strstr(ncclGetLastError(NULL), "NCCL_ALGO='Rong'"),
+            "NCCL_ALGO=Rong: init returned %d '%s'", r, ncclGetLastError(NULL));
+      continue;
+    }
+    NCCL_OK(r, NULL);
+    float x[1024];
+    for (int i = 0; i < 1024; ++i) x[i] = (float)(rank * 3 + i % 5);
+    NCCL_OK(ncclAllReduce(x, x, 1024, ncclFloat32, ncclSum, comm, NULL), comm);
+    for (int i = 0; i < 1024; ++i) CHECK(x[i] == (float)(3 + 2 * (i % 5)), "case %d: element %d is %g", k, i, x[i]);
+    NCCL_OK(ncclCommDestroy(comm), NULL);
+    char text[16384] = "";
+    FILE* f = fopen(log, "r");
+    size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+    text[n] = '\0';
+    if (f) fclose(f);
+    unlink(log);
+    CHECK(strstr(text, kTuning[k].wantChoice), "NCCL_ALGO=%s: no '%s' in the log:\n%s", kTuning[k].ncclAlgo,
+          kTuning[k].wantChoice, text);
+    CHECK(!kTuning[k].wantInit || strstr(text, kTuning[k].wantInit), "case %d: no '%s' in the log:\n%s", k,
+          kTuning[k].wantInit, text);
+  }
+  return failures ? 1 : 0;
+}
+
+struct Ids {
+  ncclUniqueId id, scalable[2], tuning[NTUNING];
+};
+static int tuningBody(int rank, void* arg) { return tuningRank(rank, ((struct Ids*)arg)->tuning); }
+
 static int rankBody(int rank, void* arg) {
   struct Ids* ids = (struct Ids*)arg;
   return runRank(rank, ids->id, ids->scalable);
@@ -620,9 +685,14 @@ int main(void) {
     fprintf(stderr, "ncclGetUniqueId: %s\n", ncclGetLastError(NULL));
     return 1;
   }
-  struct Ids ids = {id, {scalableIds[0], scalableIds[1]}};
-  const int failed = runRanks(NRANKS, rankBody, &ids, 120);
+  struct Ids ids = {id, {scalableIds[0], scalableIds[1]}, {{{0}}}};
+  for (int k = 0; k < NTUNING; ++k) NCCL_OK(ncclGetUniqueId(&ids.tuning[k]), NULL);
+  int failed = runRanks(NRANKS, rankBody, &ids, 120);
   if (!failed) printf("4 ranks: every collective through nccl.h matched the reference\n");
+  if (runRanks(2, tuningBody, &ids, 60) == 0)
+    printf("NCCL_ALGO, maxCTAs and NCCL_MAX_NCHANNELS set the communicator's algorithm and channels\n");
+  else
+    failed = 1;
 
   /* One process, three communicators from ncclCommInitAll, driven together
    * in one group (as with one thread driving several GPUs). */
