@@ -278,7 +278,7 @@ STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size);
  * node and buffer sizes of the job (every element is folded in rank order,
  * in_0 op in_1 op ... op in_{n-1}, every datatype and op, AVG included).
  * Only the algorithms that fold in rank order run ("oneshot", "ordered");
- * forcing another with STRATA_ALGO fails the init. GPU buffers are staged
+ * forcing another with STRATA_ALGO or config->algorithm fails the init. GPU buffers are staged
  * through host memory in this mode. Otherwise 0: the same configuration
  * gives the same bits, another may not. */
 STRATA_API strata_result_t strata_comm_is_reproducible(strata_comm_t comm, int* reproducible);
@@ -302,7 +302,8 @@ STRATA_API strata_result_t strata_comm_algorithm(strata_comm_t comm, const char*
 /* Why: what comm would do for `collective` on `count` elements of `datatype`
  * (as strata_comm_algorithm takes them), as one JSON object written
  * NUL-terminated into record (len bytes): "algorithm" and "channels" (what
- * strata_comm_algorithm answers), "decided_by" (STRATA_ALGO, the cost model,
+ * strata_comm_algorithm answers), "decided_by" (config->algorithm or
+ * STRATA_ALGO, the cost model,
  * reproducible mode, or the size rule of broadcast, reduce and
  * reduce_scatter), "candidates" (every allreduce algorithm with the cost
  * model's estimate in microseconds, null where it cannot carry the size, and

@@ -43,7 +43,7 @@ def parent(sanitize):
     os.environ["STRATA_TIMEOUT"] = "60"  # a stuck rank fails on its own before the deadline
     ranks = []  # [job size, rank, pid, output file, exit code or None]
     for nranks in JOBS:
-        uid, short_uid = strata.get_unique_id(), strata.get_unique_id()
+        uid, short_uid, own_uid = (strata.get_unique_id() for _ in range(3))
         for rank in range(nranks):
             log = tempfile.TemporaryFile(mode="w+")
             sys.stdout.flush()
@@ -52,7 +52,7 @@ def parent(sanitize):
             if pid == 0:
                 os.dup2(log.fileno(), 1)
                 os.dup2(log.fileno(), 2)
-                code = run_rank(nranks, rank, uid, short_uid)
+                code = run_rank(nranks, rank, uid, short_uid, own_uid)
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
@@ -88,9 +88,9 @@ def parent(sanitize):
     return 1 if failed else 0
 
 
-def run_rank(nranks, rank, uid, short_uid):
+def run_rank(nranks, rank, uid, short_uid, own_uid):
     try:
-        rank_main(nranks, rank, uid, short_uid)
+        rank_main(nranks, rank, uid, short_uid, own_uid)
         return 0
     except BaseException:
         traceback.print_exc()
@@ -99,7 +99,7 @@ def run_rank(nranks, rank, uid, short_uid):
 
 # ---------------------------------------------------------------- one rank
 
-def rank_main(nranks, rank, uid, short_uid):
+def rank_main(nranks, rank, uid, short_uid, own_uid):
     checks = Checks()
     with strata.Comm.init_rank(nranks, uid, rank) as comm:
         checks.ensure((comm.rank, comm.size) == (rank, nranks),
@@ -111,6 +111,7 @@ def rank_main(nranks, rank, uid, short_uid):
             getattr(checks, name)(comm)
         comm.barrier()
     checks.own_timeout(nranks, rank, short_uid)
+    checks.own_choice(nranks, rank, own_uid)
     print(f"rank {rank} of {nranks}: {checks.count} checks passed in "
           f"{time.monotonic() - start:.1f} s")
 
@@ -570,6 +571,34 @@ class Checks:
             took = time.monotonic() - start
             self.ensure(e.code == strata.Result.TIMEOUT and 0.9 < took < 3,
                         f"own timeout: {e.name} after {took:.2f} s, expected TIMEOUT after about 1 s")
+
+    def own_choice(self, nranks, rank, uid):
+        """A communicator's own reproducible mode, algorithm and channels:
+        what explain() and algorithm() say of them, and its results; bad ones
+        are refused before the bootstrap."""
+        no_job = bytes(strata.UNIQUE_ID_BYTES)
+        self.raises(strata.StrataError, ["config->algorithm='nope'"],
+                    lambda: strata.Comm.init_rank(nranks, uid, rank, algorithm="nope"), "unknown algorithm")
+        self.raises(TypeError, ["algorithm", "int"],
+                    lambda: strata.Comm.init_rank(2, no_job, 0, algorithm=5), "algorithm as a number")
+        self.raises(TypeError, ["reproducible", "str"],
+                    lambda: strata.Comm.init_rank(2, no_job, 0, reproducible="yes"), "reproducible as text")
+        with strata.Comm.init_rank(nranks, uid, rank, reproducible=True, algorithm="ordered",
+                                   nchannels=2) as own:
+            self.ensure(own.reproducible, "reproducible=True, but the communicator says it is not")
+            record = own.explain("allreduce", 1 << 20)
+            name, channels = own.algorithm("allreduce", 1 << 20)
+            self.ensure(record["algorithm"] == name == "ordered" and record["channels"] == channels
+                        and 1 <= channels <= 2 and "config->algorithm=ordered" in record["decided_by"],
+                        f"explain: {record}; algorithm(): {name} on {channels}")
+            self.raises(strata.StrataError, ["collective"],
+                        lambda: own.explain("allreduse", 8), "unknown collective")
+            self.raises(ValueError, ["count=-1"], lambda: own.algorithm("allreduce", -1), "negative count")
+            got = self.make(rank, 1031, np.float32)
+            own.allreduce(got)
+            self.expect(got, self.reference(strata.SUM, [self.values(r, 1031, np.float32)
+                                                         for r in range(nranks)], np.float32),
+                        "allreduce, reproducible")
 
     def bad_arguments(self, comm):
         x = np.ones(8, np.float32)

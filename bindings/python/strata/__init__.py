@@ -21,9 +21,10 @@ GIL around each call, so a blocking collective leaves other threads running.
 """
 import contextlib
 import ctypes
+import json
 import threading
 
-from ._arguments import as_c_int, as_enum, buffer, datatype_or_none, pair, same_count
+from ._arguments import as_c_int, as_count, as_enum, as_text, buffer, datatype_or_none, pair, same_count
 from ._capi import (Config, UniqueId, Datatype, Op, Result, StrataError, c_int, c_ptr, check,
                     lib, version)
 
@@ -173,21 +174,27 @@ class Comm:
         return cls._adopt(handle.value)
 
     @classmethod
-    def init_rank(cls, nranks, uid, rank, timeout=None):
+    def init_rank(cls, nranks, uid, rank, timeout=None, *, reproducible=None, algorithm=None,
+                  nchannels=None):
         """Joins rank `rank` of an nranks communicator named by uid (the bytes
-        of get_unique_id). Blocks until every rank has joined. `timeout`
-        (seconds): how long its operations may go without progress before
-        they fail with Result.TIMEOUT (default: STRATA_TIMEOUT); its splits
-        and dups inherit it."""
+        of get_unique_id). Blocks until every rank has joined. Its own
+        settings, each None for its STRATA_* variable, inherited by its splits
+        and dups: `timeout` (seconds), how long its operations may go without
+        progress before they fail with Result.TIMEOUT (STRATA_TIMEOUT);
+        `reproducible` (bool), results whose bits do not depend on the
+        algorithm, channels or layout (STRATA_REPRODUCIBLE); `algorithm`, the
+        allreduce algorithm (STRATA_ALGO); `nchannels` (STRATA_NCHANNELS)."""
         nranks, rank = as_c_int(nranks, "nranks"), as_c_int(rank, "rank")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
             raise TypeError(f"timeout must be a number of seconds, got {type(timeout).__name__}")
         if timeout is not None and not 0 < timeout <= 1e9:
             raise ValueError(f"timeout={timeout} must be a number of seconds in (0, 1e9]")
-        if timeout is None:
-            return cls._create("strata_comm_init_rank", lib.strata_comm_init_rank, nranks,
-                               _unique_id(uid), rank)
-        config = Config(ctypes.sizeof(Config), float(timeout))
+        if reproducible is not None and not isinstance(reproducible, bool):
+            raise TypeError(f"reproducible must be True, False or None, got {type(reproducible).__name__}")
+        config = Config(ctypes.sizeof(Config), float(timeout or 0),
+                        0 if reproducible is None else 1 if reproducible else -1,
+                        None if algorithm is None else as_text(algorithm, "algorithm"),
+                        0 if nchannels is None else as_c_int(nchannels, "nchannels"))
         return cls._create("strata_comm_init_rank_config", lib.strata_comm_init_rank_config, nranks,
                            _unique_id(uid), rank, ctypes.byref(config))
 
@@ -263,6 +270,39 @@ class Comm:
         check(lib.strata_comm_shrink(self._handle(), array, len(ranks), 1 if abort else 0,
                                      ctypes.byref(handle)), "strata_comm_shrink")
         return None if handle.value is None else type(self)._adopt(handle.value)
+
+    @property
+    def reproducible(self):
+        """Whether reductions give the same bits whatever the algorithm,
+        channels, transports and layout (strata_comm_is_reproducible)."""
+        value = c_int()
+        check(lib.strata_comm_is_reproducible(self._handle(), ctypes.byref(value)),
+              "strata_comm_is_reproducible")
+        return bool(value.value)
+
+    def algorithm(self, collective, count, datatype=Datatype.FLOAT32):
+        """(algorithm, channels) that `collective` ("allreduce", "broadcast",
+        ...) of `count` elements would use (strata_comm_algorithm); local."""
+        name, channels = ctypes.create_string_buffer(16), c_int()
+        check(lib.strata_comm_algorithm(self._handle(), as_text(collective, "collective"),
+                                        as_count(count, "count"), as_enum(Datatype, datatype, "datatype"),
+                                        name, len(name), ctypes.byref(channels)), "strata_comm_algorithm")
+        return name.value.decode(), channels.value
+
+    def explain(self, collective, count, datatype=Datatype.FLOAT32):
+        """What `collective` of `count` elements would do and why, as a dict
+        (strata_comm_explain's JSON record): algorithm, channels, decided_by,
+        every candidate's estimate, the transport to each rank; local."""
+        args = (self._handle(), as_text(collective, "collective"), as_count(count, "count"),
+                as_enum(Datatype, datatype, "datatype"))
+        needed = ctypes.c_size_t()
+        record = ctypes.create_string_buffer(1 << 14)
+        rc = lib.strata_comm_explain(*args, record, len(record), ctypes.byref(needed))
+        if rc == Result.INVALID_ARGUMENT and needed.value > len(record):
+            record = ctypes.create_string_buffer(needed.value)
+            rc = lib.strata_comm_explain(*args, record, len(record), None)
+        check(rc, "strata_comm_explain")
+        return json.loads(record.value.decode())
 
     def dump(self):
         """A stall report (str): where every rank stands, asked for over the

@@ -31,6 +31,23 @@ def as_c_int(value, name):
     return value
 
 
+def as_count(value, name):
+    # ctypes would wrap a negative int into a huge size_t.
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+    if not 0 <= value < 2**64:
+        raise ValueError(f"{name}={value} must be in 0..2**64-1")
+    return value
+
+
+def as_text(value, name):
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    return value.encode()
+
+
 def as_enum(enum_type, value, name):
     try:
         return enum_type(value)

@@ -41,7 +41,8 @@ class UniqueId(ctypes.Structure):
 
 class Config(ctypes.Structure):
     """strata_config_t."""
-    _fields_ = [("size", c_size_t), ("timeout_seconds", ctypes.c_double)]
+    _fields_ = [("size", c_size_t), ("timeout_seconds", ctypes.c_double), ("reproducible", c_int),
+                ("algorithm", ctypes.c_char_p), ("nchannels", c_int)]
 
 
 # Argument types of every function the package calls at import; all return
@@ -67,6 +68,9 @@ _ARGTYPES = {
     "strata_comm_dump": [c_ptr, ctypes.c_char_p, c_size_t],
     "strata_comm_check": [c_ptr, ctypes.c_char_p, c_size_t, _P(c_int)],
     "strata_comm_rank": [c_ptr, _P(c_int)],
+    "strata_comm_is_reproducible": [c_ptr, _P(c_int)],
+    "strata_comm_algorithm": [c_ptr, ctypes.c_char_p, c_size_t, c_int, ctypes.c_char_p, c_size_t, _P(c_int)],
+    "strata_comm_explain": [c_ptr, ctypes.c_char_p, c_size_t, c_int, ctypes.c_char_p, c_size_t, _P(c_size_t)],
     "strata_comm_size": [c_ptr, _P(c_int)],
     "strata_group_start": [],
     "strata_group_end": [],
