@@ -6,7 +6,7 @@
 // of every rank's input straight out of the slots (ReduceAll), then sends the
 // result to every rank and receives theirs: a direct reduce-scatter, then a
 // direct allgather, the next slice's blocks leaving before this slice's
-// results come back. A block is at most a quarter of a slot. Bytes on the wire per rank: 2(n-1)/n of the buffer, as
+// results come back. A block is a slot, or less in a range of few slots. Bytes on the wire per rank: 2(n-1)/n of the buffer, as
 // the ring's.
 //
 // Not picked by the cost model outside reproducible mode: the ring and
@@ -19,17 +19,26 @@
 namespace strata {
 namespace {
 
+constexpr uint64_t kMinSlices = 8;
+
 void buildOrderedAllreduce(const PlanShape& shape, uint64_t count, int nchannels, std::vector<ChannelPlan>& plans) {
   const int n = shape.nranks;
   const int r = shape.rank;
   const uint64_t align = shape.alignElems();
-  // A slice's blocks leave, are folded, and come back: blocks of a quarter
-  // slot make slices small enough that the next ones' blocks travel while
-  // this one's are folded (4 ranks on shared memory, 1 MiB: 432 us with
-  // whole-slot blocks, 189 us with quarter-slot ones; the ring took 194).
-  const uint64_t blockMax = std::max(align, shape.slotElems() / 4 / align * align);
-  const uint64_t sliceMax = blockMax * n;
   forEachChannel(shape, count, nchannels, plans, [&](std::vector<Step>& steps, Range all) {
+    // A slice's blocks leave, are folded, and come back: a range of fewer
+    // than kMinSlices whole-slot slices gets smaller blocks (down to a
+    // quarter slot), so that the next slices' blocks travel while this
+    // one's are folded. 4 ranks on shared memory, near cores: 1 MiB took
+    // 430 us in one slice and 190 in eight, as the ring; 2 and 4 MiB
+    // 1.8x and 1.4x the ring's time, then 0.95x and 1.06x. Larger ranges
+    // keep whole-slot blocks: each message costs a socket transport more
+    // than it saves there (tcp, 2 and 4 ranks: 1.1-1.3x with quarter-slot
+    // blocks at 2-128 MiB).
+    const uint64_t wanted = (all.end - all.begin + uint64_t(n) * kMinSlices - 1) / (uint64_t(n) * kMinSlices);
+    const uint64_t blockMax = std::clamp((wanted + align - 1) / align * align,
+                                         std::max(align, shape.slotElems() / 4 / align * align), shape.slotElems());
+    const uint64_t sliceMax = blockMax * n;
     // Slice k's block b: [begin(k, b), begin(k, b + 1)).
     auto begin = [&](uint64_t slice, int b) {
       const uint64_t len = std::min(sliceMax, all.end - slice);
