@@ -9,6 +9,7 @@
 //   RANK=.. WORLD_SIZE=.. MASTER_ADDR=.. MASTER_PORT=.. strata-perf ...
 //
 // Written against the public C API only.
+#include <dirent.h>
 #include <getopt.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -40,6 +41,7 @@ struct Options {
   int root = 0;
   int agg = 1;    // calls per timed iteration, issued in one group (nccl-tests' -m)
   bool showAlgo = false;  // -A: an algorithm column
+  bool resources = false; // --resources: what each rank's init, first call and process cost
   int ranks = 0;  // 0: join a launch from the environment
   std::vector<int> colls;  // indexes into kColls
 };
@@ -126,7 +128,9 @@ bool parseSize(const char* text, size_t* out) {
                "  -o/--op             sum prod min max avg\n"
                "  -r/--root           root of broadcast and reduce, default 0\n"
                "  -m/--agg_iters      calls per iteration, issued in one group (fused when small), default 1\n"
-               "  -A/--show_algo      add a column with the algorithm and channels each row used\n",
+               "  -A/--show_algo      add a column with the algorithm and channels each row used\n"
+               "  --resources         after the table, each rank's init time, first 8-byte allreduce, open\n"
+               "                      files, threads and RSS: the largest and the mean over the ranks\n",
                argv0);
   std::exit(code);
 }
@@ -141,7 +145,7 @@ Options parseOptions(int argc, char** argv) {
       {"ranks", required_argument, nullptr, 'R'}, {"help", no_argument, nullptr, 'h'},
       {"root", required_argument, nullptr, 'r'}, {"all", no_argument, nullptr, 'L'},
       {"agg_iters", required_argument, nullptr, 'm'}, {"show_algo", no_argument, nullptr, 'a'},
-      {nullptr, 0, nullptr, 0}};
+      {"resources", no_argument, nullptr, 'U'}, {nullptr, 0, nullptr, 0}};
   int c;
   bool all = false;
   while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:r:m:Ah", longOpts, nullptr)) != -1) {
@@ -158,6 +162,7 @@ Options parseOptions(int argc, char** argv) {
       case 'm': o.agg = std::atoi(optarg); ok = o.agg >= 1 && o.agg <= 1024; break;
       case 'A': case 'a': o.showAlgo = true; break;
       case 'L': all = true; break;
+      case 'U': o.resources = true; break;
       case 'd': {
         ok = false;
         for (const auto& t : kTypes)
@@ -522,7 +527,55 @@ int runCollective(const CollInfo& coll, const Options& o, strata_comm_t comm, vo
   return totalWrong ? 1 : 0;
 }
 
-int runRank(const Options& o, strata_comm_t comm) {
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A line of /proc/self/status ("Threads", "VmRSS"): its number.
+double procStatus(const char* key) {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  char line[256];
+  double v = -1;
+  const size_t n = std::strlen(key);
+  while (f && std::fgets(line, sizeof(line), f))
+    if (std::strncmp(line, key, n) == 0 && line[n] == ':') v = std::atof(line + n + 1);
+  if (f) std::fclose(f);
+  return v;
+}
+
+double openFiles() {
+  DIR* d = opendir("/proc/self/fd");
+  double n = 0;
+  while (d && readdir(d)) ++n;
+  if (d) closedir(d);
+  return d ? n - 3 : -1;  // ".", ".." and the directory's own descriptor
+}
+
+// --resources: what this rank's init took, its first 8-byte allreduce (the
+// first call builds plans and, lazily, anything else it needs), and the
+// process's open files, threads and resident memory after the table;
+// rank 0 prints the largest and the mean over the ranks.
+void reportResources(strata_comm_t comm, double initSeconds, double firstSeconds) {
+  int rank = 0, nranks = 1;
+  strata_comm_rank(comm, &rank);
+  strata_comm_size(comm, &nranks);
+  const double mine[5] = {initSeconds * 1e3, firstSeconds * 1e3, openFiles(), procStatus("Threads"),
+                          procStatus("VmRSS")};
+  double most[5], sum[5];
+  if (strata_allreduce(mine, most, 5, STRATA_FLOAT64, STRATA_MAX, comm) != STRATA_SUCCESS ||
+      strata_allreduce(mine, sum, 5, STRATA_FLOAT64, STRATA_SUM, comm) != STRATA_SUCCESS) {
+    std::fprintf(stderr, "strata-perf: rank %d: gathering --resources: %s\n", rank, strata_comm_last_error(comm));
+    throw Fail{};
+  }
+  if (rank != 0) return;
+  auto mean = [&](int i) { return sum[i] / nranks; };
+  std::printf("# resources over %d ranks (largest / mean): init %.1f / %.1f ms; first 8-byte allreduce %.2f / %.2f "
+              "ms; open files %.0f / %.1f; threads %.0f / %.1f; RSS %.0f / %.0f KiB\n",
+              nranks, most[0], mean(0), most[1], mean(1), most[2], mean(2), most[3], mean(3), most[4], mean(4));
+  std::fflush(stdout);
+}
+
+int runRank(const Options& o, strata_comm_t comm, double initSeconds) {
   int rank = 0;
   strata_comm_rank(comm, &rank);
   const size_t elem = strata_datatype_size(o.datatype);
@@ -536,17 +589,28 @@ int runRank(const Options& o, strata_comm_t comm) {
   }
   std::memset(send, 0, maxCount * elem);  // touch every page before timing
   std::memset(recv, 0, maxCount * elem);
+  double firstSeconds = 0;
+  if (o.resources) {
+    double in = 1, out = 0;
+    const auto start = std::chrono::steady_clock::now();
+    if (strata_allreduce(&in, &out, 1, STRATA_FLOAT64, STRATA_SUM, comm) != STRATA_SUCCESS) {
+      std::fprintf(stderr, "strata-perf: first allreduce: %s\n", strata_comm_last_error(comm));
+      return 1;
+    }
+    firstSeconds = secondsSince(start);
+  }
   int rc = 0;
   for (int i : o.colls) rc |= runCollective(kColls[i], o, comm, send, recv);
+  if (o.resources) reportResources(comm, initSeconds, firstSeconds);
   std::free(send);
   std::free(recv);
   return rc;
 }
 
-int runWithComm(const Options& o, strata_comm_t comm) {
+int runWithComm(const Options& o, strata_comm_t comm, double initSeconds) {
   int rc;
   try {
-    rc = runRank(o, comm);
+    rc = runRank(o, comm, initSeconds);
   } catch (const Fail&) {
     rc = 1;
   }
@@ -575,8 +639,9 @@ int forkRanks(const Options& o) {
     if (pid == 0) {
       strata_comm_t comm;
       int rc = 1;
+      const auto start = std::chrono::steady_clock::now();
       if (strata_comm_init_rank(&comm, o.ranks, id, r) == STRATA_SUCCESS)
-        rc = runWithComm(o, comm);  // reports its own errors
+        rc = runWithComm(o, comm, secondsSince(start));  // reports its own errors
       else
         std::fprintf(stderr, "strata-perf: rank %d: strata_comm_init_rank: %s\n", r, strata_last_error());
       std::fflush(stdout);
@@ -607,10 +672,11 @@ int main(int argc, char** argv) {
   Options o = parseOptions(argc, argv);
   if (o.ranks > 0) return forkRanks(o);
   strata_comm_t comm;
+  const auto start = std::chrono::steady_clock::now();
   if (strata_comm_init_world(&comm) != STRATA_SUCCESS) {
     std::fprintf(stderr, "strata-perf: %s\n(use --ranks N to fork local ranks, run under mpirun, or set "
                  "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT)\n", strata_last_error());
     return 1;
   }
-  return runWithComm(o, comm);
+  return runWithComm(o, comm, secondsSince(start));
 }
