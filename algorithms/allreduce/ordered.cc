@@ -6,8 +6,8 @@
 // of every rank's input straight out of the slots (ReduceAll), then sends the
 // result to every rank and receives theirs: a direct reduce-scatter, then a
 // direct allgather, the next slice's blocks leaving before this slice's
-// results come back. A block is a slot, or less in a range of few slots. Bytes on the wire per rank: 2(n-1)/n of the buffer, as
-// the ring's.
+// results come back. A block is a slot, or less in a range of few slots.
+// Bytes on the wire per rank: 2(n-1)/n of the buffer, as the ring's.
 //
 // Not picked by the cost model outside reproducible mode: the ring and
 // halving-doubling move the same bytes with fewer connectors at once.
