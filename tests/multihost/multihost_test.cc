@@ -464,5 +464,73 @@ TEST(MultiHost, LossyRateCappedLinkStaysExact) {
   expectAllPassed(outcomes);
 }
 
+// Many real ranks: `perHost` processes in each of `hosts` namespaces, on
+// this machine's two cores. Every result is checked against integer
+// arithmetic: allreduce from one element to several slots (the tree, the
+// hierarchical and the ring plans at this size), allgather, broadcast from
+// the last rank, reduce_scatter, and a split per host.
+void manyRanks(int hosts, int perHost) {
+  TestNetwork net(hosts);
+  ASSERT_EQ(net.error(), "");
+  auto outcomes = runRanks(hosts * perHost, 300, [&](int rank, int nranks, const strata_unique_id_t&, Reporter& rep) {
+    strata_comm_t comm;
+    if (!joinFromHost(net, rank / perHost, rank, nranks, &comm, rep)) return;
+    for (size_t count : {size_t(1), size_t(4099), size_t(262147)}) {
+      std::vector<int64_t> v(count);
+      for (size_t i = 0; i < count; ++i) v[i] = inputValue(rank, i);
+      if (!rep.ok(strata_allreduce(v.data(), v.data(), count, STRATA_INT64, STRATA_SUM, comm), comm, "allreduce") ||
+          !checkSum(v, nranks, STRATA_SUM, rep, "int64 allreduce"))
+        return;
+    }
+    const size_t block = 5;
+    std::vector<int32_t> mine(block), all(block * nranks);
+    for (size_t i = 0; i < block; ++i) mine[i] = static_cast<int32_t>(inputValue(rank, i));
+    if (!rep.ok(strata_allgather(mine.data(), all.data(), block, STRATA_INT32, comm), comm, "allgather")) return;
+    for (int r = 0; r < nranks; ++r)
+      for (size_t i = 0; i < block; ++i)
+        if (all[r * block + i] != inputValue(r, i)) return rep.fail("allgather: rank %d's element %zu", r, i);
+    std::vector<int64_t> b(70001);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = rank == nranks - 1 ? inputValue(rank, i) : -1;
+    if (!rep.ok(strata_broadcast(b.data(), b.data(), b.size(), STRATA_INT64, nranks - 1, comm), comm, "broadcast"))
+      return;
+    for (size_t i = 0; i < b.size(); ++i)
+      if (b[i] != inputValue(nranks - 1, i)) return rep.fail("broadcast: element %zu is %lld", i, (long long)b[i]);
+    std::vector<int64_t> in(block * nranks), out(block);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = inputValue(rank, i);
+    if (!rep.ok(strata_reduce_scatter(in.data(), out.data(), block, STRATA_INT64, STRATA_SUM, comm), comm,
+                "reduce_scatter"))
+      return;
+    for (size_t i = 0; i < block; ++i) {
+      int64_t want = 0;
+      for (int r = 0; r < nranks; ++r) want += inputValue(r, rank * block + i);
+      if (out[i] != want) return rep.fail("reduce_scatter: element %zu is %lld, want %lld", i, (long long)out[i],
+                                          (long long)want);
+    }
+    strata_comm_t local;
+    if (!rep.ok(strata_comm_split(comm, rank / perHost, rank, &local), comm, "split by host")) return;
+    int64_t one = rank, sum = 0;
+    const int64_t first = rank / perHost * perHost;
+    if (rep.ok(strata_allreduce(&one, &sum, 1, STRATA_INT64, STRATA_SUM, local), local, "allreduce on a host") &&
+        sum != perHost * first + perHost * (perHost - 1) / 2)
+      rep.fail("per-host sum %lld", static_cast<long long>(sum));
+    strata_comm_destroy(local);
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "120"}});
+  expectAllPassed(outcomes);
+}
+
+TEST(MultiHostScale, SixtyFourRanksOnEightHosts) {
+  SKIP_UNLESS_SUPPORTED();
+  manyRanks(8, 8);
+}
+
+TEST(MultiHostScale, HundredTwentyEightRanksOnSixteenHosts) {
+  SKIP_UNLESS_SUPPORTED();
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "128 instrumented processes on two cores take minutes; the uninstrumented build runs this case";
+#endif
+  manyRanks(16, 8);
+}
+
 }  // namespace
 }  // namespace strata::test
