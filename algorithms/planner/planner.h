@@ -25,11 +25,8 @@ struct CallPick {
   uint64_t chunkBytes = 0;  // bytes a slot carries, at most the communicator's slot
 
   bool any() const { return algo || direct >= 0 || nchannels || chunkBytes; }
-  // All of it in one word, for the plan cache's key.
-  uint64_t key() const {
-    return any() ? (reinterpret_cast<uintptr_t>(algo) * 31 + uint64_t(direct + 1)) ^
-                       (uint64_t(nchannels) << 56) ^ (chunkBytes << 8)
-                 : 0;
+  bool operator==(const CallPick& o) const {
+    return algo == o.algo && direct == o.direct && nchannels == o.nchannels && chunkBytes == o.chunkBytes;
   }
 };
 

@@ -27,14 +27,14 @@ struct PlanKey {
   bool inPlace;
   bool send;  // a send (not a receive)
   MemoryType memory;
-  uint64_t pick = 0;  // CallPick::key()
+  CallPick pick = {};  // the caller's or the tuner file's choice
 
   static bool cacheable(const CollCall& call) {
     return call.coll != Coll::Allgatherv && call.coll != Coll::Alltoallv;
   }
   static PlanKey of(const CollCall& call) {
     return {call.coll,  call.count, call.datatype, call.op, call.root, call.sendbuf == call.recvbuf, false,
-            call.memory, call.pick.key()};
+            call.memory, call.pick};
   }
   // A lone send or receive: its plans depend on its bytes, peer and direction.
   static PlanKey of(const P2pOp& op) {
