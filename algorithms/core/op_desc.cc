@@ -32,6 +32,15 @@ const char* collName(Coll coll) {
   return "unknown-operation";
 }
 
+bool namedColl(const std::string& name, Coll* out) {
+  for (Coll c : {Coll::Allreduce, Coll::Broadcast, Coll::Reduce, Coll::Allgather, Coll::ReduceScatter, Coll::Alltoall})
+    if (name == collName(c)) {
+      *out = c;
+      return true;
+    }
+  return false;
+}
+
 std::string OpDesc::describe() const {
   char buf[128];
   const bool reduces = coll == Coll::Allreduce || coll == Coll::Reduce || coll == Coll::ReduceScatter;

@@ -50,5 +50,9 @@ struct OpDesc {
 const char* datatypeName(strata_datatype_t datatype);
 const char* opName(strata_op_t op);
 const char* collName(Coll coll);
+// The collectives a user names (strata_comm_algorithm, STRATA_TUNER_FILE):
+// allreduce, broadcast, reduce, allgather, reduce_scatter, alltoall, by
+// collName; false for any other name.
+bool namedColl(const std::string& name, Coll* out);
 
 }  // namespace strata

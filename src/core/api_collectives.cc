@@ -438,23 +438,16 @@ strata_result_t barrier(strata_comm* comm, strata_request_t* request) {
 // The call strata_comm_algorithm and strata_comm_explain ask about, checked.
 Status queryCall(strata_comm* comm, const char* collective, size_t count, strata_datatype_t datatype,
                  CollCall* call) {
-  static const struct {
-    const char* name;
-    Coll coll;
-    uint64_t blocks;  // the buffer is this many times count
-  } kColls[] = {{"allreduce", Coll::Allreduce, 1},       {"broadcast", Coll::Broadcast, 1},
-                {"reduce", Coll::Reduce, 1},             {"allgather", Coll::Allgather, 0},
-                {"reduce_scatter", Coll::ReduceScatter, 0}, {"alltoall", Coll::Alltoall, 0}};
   if (!collective) return STRATA_INVALID_ARG("collective is NULL");
-  const auto* found = std::find_if(std::begin(kColls), std::end(kColls),
-                                   [&](const auto& c) { return std::strcmp(c.name, collective) == 0; });
-  if (found == std::end(kColls))
+  Coll coll;
+  if (!namedColl(std::string(collective, strnlen(collective, 64)), &coll))
     return STRATA_INVALID_ARG("collective='%.64s' is not one of allreduce, broadcast, reduce, "
                               "allgather, reduce_scatter, alltoall", collective);
   STRATA_CHECK(checkDatatype(datatype));
-  const uint64_t blocks = found->blocks ? found->blocks : static_cast<uint64_t>(comm->impl->size());
-  STRATA_CHECK(checkCount("count", count, blocks, datatype));
-  *call = makeCall(found->coll, nullptr, nullptr, count, datatype, STRATA_SUM);
+  // Allgather, reduce_scatter and alltoall buffers hold a block per rank.
+  const bool perRank = coll == Coll::Allgather || coll == Coll::ReduceScatter || coll == Coll::Alltoall;
+  STRATA_CHECK(checkCount("count", count, perRank ? static_cast<uint64_t>(comm->impl->size()) : 1, datatype));
+  *call = makeCall(coll, nullptr, nullptr, count, datatype, STRATA_SUM);
   return Status::ok();
 }
 

@@ -42,20 +42,6 @@ bool parseRange(const std::string& text, uint64_t* lo, uint64_t* hi) {
   return *lo <= *hi;
 }
 
-bool collNamed(const std::string& name, Coll* out) {
-  static const struct {
-    const char* name;
-    Coll coll;
-  } kColls[] = {{"allreduce", Coll::Allreduce}, {"broadcast", Coll::Broadcast}, {"reduce", Coll::Reduce},
-                {"allgather", Coll::Allgather},  {"reduce_scatter", Coll::ReduceScatter}, {"alltoall", Coll::Alltoall}};
-  for (const auto& c : kColls)
-    if (name == c.name) {
-      *out = c.coll;
-      return true;
-    }
-  return false;
-}
-
 }  // namespace
 
 Status TunerRules::load(const std::string& path, const Limits& limits, TunerRules* out) {
@@ -78,7 +64,7 @@ Status TunerRules::load(const std::string& path, const Limits& limits, TunerRule
       return bad("want 'collective bytes ranks per-node datatype -> algorithm channels chunk', got " +
                  std::to_string(f.size()) + " fields");
     Rule r{line, Coll::Allreduce, 0, kAny, -1, {}};
-    if (!collNamed(f[0], &r.coll))
+    if (!namedColl(f[0], &r.coll))
       return bad("'" + f[0] + "' is not a collective (allreduce, broadcast, reduce, allgather, reduce_scatter, "
                  "alltoall)");
     if (!parseRange(f[1], &r.loBytes, &r.hiBytes))
