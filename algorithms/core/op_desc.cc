@@ -41,6 +41,15 @@ bool namedColl(const std::string& name, Coll* out) {
   return false;
 }
 
+bool namedDatatype(const std::string& name, strata_datatype_t* out) {
+  for (int t = 0; t < STRATA_NUM_DATATYPES; ++t)
+    if (name == datatypeName(static_cast<strata_datatype_t>(t))) {
+      *out = static_cast<strata_datatype_t>(t);
+      return true;
+    }
+  return false;
+}
+
 std::string OpDesc::describe() const {
   char buf[128];
   const bool reduces = coll == Coll::Allreduce || coll == Coll::Reduce || coll == Coll::ReduceScatter;

@@ -54,5 +54,7 @@ const char* collName(Coll coll);
 // allreduce, broadcast, reduce, allgather, reduce_scatter, alltoall, by
 // collName; false for any other name.
 bool namedColl(const std::string& name, Coll* out);
+// The datatype datatypeName calls `name`; false for any other name.
+bool namedDatatype(const std::string& name, strata_datatype_t* out);
 
 }  // namespace strata

@@ -73,11 +73,10 @@ Status TunerRules::load(const std::string& path, const Limits& limits, TunerRule
     if (!parseRange(f[2], &ranksLo, &ranksHi)) return bad("ranks '" + f[2] + "' is not *, a number or a range");
     if (!parseRange(f[3], &perNodeLo, &perNodeHi))
       return bad("per-node '" + f[3] + "' is not *, a number or a range");
-    if (f[4] != "*") {
-      for (int t = 0; t < STRATA_NUM_DATATYPES && r.datatype < 0; ++t)
-        if (f[4] == datatypeName(static_cast<strata_datatype_t>(t))) r.datatype = t;
-      if (r.datatype < 0) return bad("'" + f[4] + "' is not a datatype (float32, bfloat16, int64, ...)");
-    }
+    strata_datatype_t dt;
+    if (f[4] != "*" && !namedDatatype(f[4], &dt))
+      return bad("'" + f[4] + "' is not a datatype (float32, bfloat16, int64, ...)");
+    if (f[4] != "*") r.datatype = dt;
     uint64_t channels = 0, chunk = 0;
     if (f[7] != "*" && (!parseSize(f[7], &channels) || channels > 1024))
       return bad("channels '" + f[7] + "' is not * or a number");

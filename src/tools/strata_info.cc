@@ -89,23 +89,11 @@ void printCuda() {
                 d.pciBusId.c_str(), d.memoryBytes / double(1 << 30));
 }
 
-// The datatype a name given on the command line stands for, by strata's own names.
-bool datatypeNamed(const char* name, strata_datatype_t* out) {
-  for (int t = 0; t < STRATA_NUM_DATATYPES; ++t) {
-    const auto dt = static_cast<strata_datatype_t>(t);
-    if (std::strcmp(strata::datatypeName(dt), name) == 0) {
-      *out = dt;
-      return true;
-    }
-  }
-  return false;
-}
-
 int explainForJob(int argc, char** argv) {
   const char* collective = argc > 0 ? argv[0] : "allreduce";
   const unsigned long long bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1ull << 20;
   strata_datatype_t datatype = STRATA_FLOAT32;
-  if (argc > 2 && !datatypeNamed(argv[2], &datatype)) {
+  if (argc > 2 && !strata::namedDatatype(argv[2], &datatype)) {
     std::fprintf(stderr, "strata-info: %s is not a datatype (float32, bfloat16, int64, ...)\n", argv[2]);
     return 2;
   }
