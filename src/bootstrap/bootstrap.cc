@@ -1,22 +1,29 @@
 #include "bootstrap.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "bootstrap_tree.h"
 #include "clock.h"
 #include "handshake.h"
 #include "listener_handoff.h"
 #include "log.h"
 #include "params.h"
+#include "socket_mesh.h"
 #include "tls_session.h"
 
 namespace strata::boot {
 namespace {
 
-// The handshake's purpose for bootstrap connections (handshake_wire.h).
+// The handshake's purposes (handshake_wire.h): a join to rank 0, and a
+// child's link to its parent in the tree.
 constexpr uint64_t kBootPurpose = 0x31544f4f42525453ull;  // "STRBOOT1"
+constexpr uint64_t kTreePurpose = 0x3145455254525453ull;  // "STRTREE1"
 
 // What rank 0 answers a joiner that proved the secret.
 enum ReplyStatus : uint32_t { kOk = 0, kWrongSize = 2, kDuplicateRank = 3, kBadRank = 4 };
@@ -86,6 +93,7 @@ Status Bootstrap::runRoot(int listenFd) {
   const double deadline = nowSeconds() + joinSeconds();
   fds_.assign(nranks_, -1);
   tls_.resize(nranks_);
+  std::vector<sockets::ListenRecord> treeAddrs(nranks_);
   security::Gate gate(listenFd, secret_, kBootPurpose, 0, tlsFlag());
   int joined = 0;
   while (joined < nranks_ - 1) {
@@ -113,10 +121,13 @@ Status Bootstrap::runRoot(int listenFd) {
     const double hostDeadline = std::min(deadline, nowSeconds() + security::Gate::kUnprovenSeconds);
     std::unique_ptr<security::TlsSession> tls;
     Status got = startTls(a.fd, false, "rank " + std::to_string(c.rank) + " at " + a.from, hostDeadline, &tls);
-    topo::HostInfo host;
+    struct {
+      topo::HostInfo host;
+      sockets::ListenRecord tree;  // where its children reach it
+    } joinInfo;
     if (got.isOk())
-      got = tls ? tls->recvAll(&host, sizeof(host), hostDeadline)
-                : net::recvAll(a.fd, &host, sizeof(host), hostDeadline, a.from.c_str());
+      got = tls ? tls->recvAll(&joinInfo, sizeof(joinInfo), hostDeadline)
+                : net::recvAll(a.fd, &joinInfo, sizeof(joinInfo), hostDeadline, a.from.c_str());
     ReplyStatus why = c.count != nranks_                ? kWrongSize
                       : c.rank < 1 || c.rank >= nranks_ ? kBadRank
                       : fds_[c.rank] >= 0               ? kDuplicateRank
@@ -139,20 +150,27 @@ Status Bootstrap::runRoot(int listenFd) {
     }
     fds_[c.rank] = a.fd;
     tls_[c.rank] = std::move(tls);
-    hosts_[c.rank] = host;
+    hosts_[c.rank] = joinInfo.host;
     topo::sanitizeWire(&hosts_[c.rank]);
+    treeAddrs[c.rank] = joinInfo.tree;
     ++joined;
     STRATA_TRACE(BOOT, "rank %d joined from %s", c.rank, a.from.c_str());
   }
 
+  // Each rank learns its parent's address, the only one it needs; rank 0
+  // keeps its own children and lets the others go.
   STRATA_CHECK(security::randomBytes(&commTag_, sizeof(commTag_)));
   Reply ok{kOk, nranks_, commTag_};
   for (int r = 1; r < nranks_; ++r) {
     STRATA_CHECK(sendTo(r, &ok, sizeof(ok), deadline));
-    STRATA_CHECK(sendTo(r, hosts_.data(), sizeof(topo::HostInfo) * nranks_, deadline));
+    STRATA_CHECK(sendTo(r, &treeAddrs[treeParent(r)], sizeof(sockets::ListenRecord), deadline));
+    if (treeParent(r) == 0) continue;
+    tls_[r].reset();
+    close(fds_[r]);
+    fds_[r] = -1;
   }
   STRATA_INFO(BOOT, "all %d ranks joined%s", nranks_, tlsFlag() ? " (TLS)" : "");
-  return Status::ok();
+  return spreadHosts(deadline);
 }
 
 Status Bootstrap::join(const BootstrapConfig& config) {
@@ -163,13 +181,35 @@ Status Bootstrap::join(const BootstrapConfig& config) {
   uint32_t rootFlags = 0;
   const security::Claim claim{kBootPurpose, 0, rank_, 0, 0, nranks_, tlsFlag(), 0};
   STRATA_CHECK(security::connectAndProve(root, secret_, claim, deadline, name.c_str(), &fd, &rootFlags));
-  fds_.assign(1, fd);
+  fds_.assign(nranks_, -1);
+  fds_[0] = fd;
   if ((rootFlags & security::kFlagTls) != tlsFlag())
     return STRATA_ERROR(STRATA_ERR_INVALID_USAGE, "%s runs with %s, this rank with %s: set STRATA_TLS alike on every rank",
                         name.c_str(), tlsText(rootFlags), tlsText(tlsFlag()));
-  tls_.resize(1);
+  tls_.resize(nranks_);
   STRATA_CHECK(startTls(fd, true, name, deadline, &tls_[0]));
+  // Children reach this rank where rank 0 reaches it: the address of this
+  // end of the connection to rank 0.
+  int listenFd = -1;
+  std::unique_ptr<int, void (*)(int*)> listenGuard(&listenFd, [](int* l) {
+    if (*l >= 0) close(*l);
+  });
+  sockets::ListenRecord mine{};
+  if (!treeChildren(rank_, nranks_).empty()) {
+    SockAddr local;
+    socklen_t len = sizeof(local.storage);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local.storage), &len) != 0)
+      return STRATA_ERROR(STRATA_ERR_SYSTEM, "getsockname on the connection to %s: %s", name.c_str(),
+                          errnoText(errno).c_str());
+    local.len = len;
+    if (local.get()->sa_family == AF_INET) reinterpret_cast<sockaddr_in*>(&local.storage)->sin_port = 0;
+    else reinterpret_cast<sockaddr_in6*>(&local.storage)->sin6_port = 0;
+    STRATA_CHECK(net::listenOn(&local, &listenFd));
+    std::memcpy(&mine.storage, &local.storage, local.len);
+    mine.len = local.len;
+  }
   STRATA_CHECK(sendTo(0, &hosts_[rank_], sizeof(topo::HostInfo), deadline));
+  STRATA_CHECK(sendTo(0, &mine, sizeof(mine), deadline));
   Reply reply;
   STRATA_CHECK(recvFrom(0, &reply, sizeof(reply), deadline));
   switch (reply.status) {
@@ -188,8 +228,68 @@ Status Bootstrap::join(const BootstrapConfig& config) {
                           rank_, reply.status);
   }
   commTag_ = reply.commTag;
-  STRATA_CHECK(recvFrom(0, hosts_.data(), sizeof(topo::HostInfo) * nranks_, deadline));
-  for (topo::HostInfo& h : hosts_) topo::sanitizeWire(&h);
+  sockets::ListenRecord parentRecord;
+  STRATA_CHECK(recvFrom(0, &parentRecord, sizeof(parentRecord), deadline));
+  if (treeParent(rank_) != 0) {
+    SockAddr parentAddr;
+    STRATA_CHECK(sockets::decodeListenRecord(parentRecord, treeParent(rank_), &parentAddr));
+    STRATA_CHECK(linkParent(parentAddr, deadline));
+  }
+  STRATA_CHECK(admitChildren(listenFd, deadline));
+  return spreadHosts(deadline);
+}
+
+Status Bootstrap::linkParent(const SockAddr& parentAddr, double deadline) {
+  tls_[0].reset();
+  close(fds_[0]);
+  fds_[0] = -1;
+  const int parent = treeParent(rank_);
+  const std::string name = "rank " + std::to_string(parent) + " at " + toString(parentAddr) +
+                           " (this rank's parent in the bootstrap tree)";
+  const security::Claim claim{kTreePurpose, commTag_, rank_, parent, 0, nranks_, tlsFlag(), 0};
+  uint32_t flags = 0;
+  STRATA_CHECK(security::connectAndProve(parentAddr, secret_, claim, deadline, name.c_str(), &fds_[parent], &flags));
+  return startTls(fds_[parent], true, name, deadline, &tls_[parent]);
+}
+
+Status Bootstrap::admitChildren(int listenFd, double deadline) {
+  const std::vector<int> children = treeChildren(rank_, nranks_);
+  if (children.empty()) return Status::ok();
+  security::Gate gate(listenFd, secret_, kTreePurpose, rank_, tlsFlag());
+  for (size_t linked = 0; linked < children.size();) {
+    security::Admitted a;
+    if (!gate.next(deadline, &a).isOk()) {
+      std::string missing;
+      for (int c : children)
+        if (fds_[c] < 0) missing += (missing.empty() ? "" : ",") + std::to_string(c);
+      return STRATA_ERROR(STRATA_ERR_TIMEOUT,
+                          "ranks %s, this rank's children in the bootstrap tree, did not connect within %.0f s "
+                          "(STRATA_BOOTSTRAP_TIMEOUT, else STRATA_TIMEOUT)",
+                          missing.c_str(), joinSeconds());
+    }
+    const int c = a.claim.rank;
+    if (a.claim.commTag != commTag_ || std::find(children.begin(), children.end(), c) == children.end() ||
+        fds_[c] >= 0) {
+      // A holder of the secret, but not a child of this communicator's tree
+      // that is still missing: another communicator's, or a replay.
+      STRATA_WARN(BOOT, "refused a bootstrap link from %s claiming rank %d: not an expected child", a.from.c_str(), c);
+      close(a.fd);
+      continue;
+    }
+    fds_[c] = a.fd;
+    STRATA_CHECK(startTls(a.fd, false, "rank " + std::to_string(c) + " at " + a.from, deadline, &tls_[c]));
+    ++linked;
+  }
+  return Status::ok();
+}
+
+Status Bootstrap::spreadHosts(double deadline) {
+  const size_t bytes = sizeof(topo::HostInfo) * nranks_;
+  if (rank_ != 0) {
+    STRATA_CHECK(recvFrom(treeParent(rank_), hosts_.data(), bytes, deadline));
+    for (topo::HostInfo& h : hosts_) topo::sanitizeWire(&h);
+  }
+  for (int c : treeChildren(rank_, nranks_)) STRATA_CHECK(sendTo(c, hosts_.data(), bytes, deadline));
   return Status::ok();
 }
 
@@ -197,13 +297,17 @@ Status Bootstrap::allgather(const void* in, void* out, size_t bytes) {
   const double deadline = nowSeconds() + params::timeout();
   char* all = static_cast<char*>(out);
   std::memmove(all + rank_ * bytes, in, bytes);
-  if (nranks_ == 1) return Status::ok();
+  // Up: each child's subtree lands at its place; this rank's goes to its
+  // parent whole. Down: the parent's full table, passed on to the children.
+  const std::vector<int> children = treeChildren(rank_, nranks_);
+  for (int c : children)
+    STRATA_CHECK(recvFrom(c, all + c * bytes, (subtreeEnd(c, nranks_) - c) * bytes, deadline));
   if (rank_ != 0) {
-    STRATA_CHECK(sendTo(0, in, bytes, deadline));
-    return recvFrom(0, all, bytes * nranks_, deadline);
+    const int parent = treeParent(rank_);
+    STRATA_CHECK(sendTo(parent, all + rank_ * bytes, (subtreeEnd(rank_, nranks_) - rank_) * bytes, deadline));
+    STRATA_CHECK(recvFrom(parent, all, bytes * nranks_, deadline));
   }
-  for (int r = 1; r < nranks_; ++r) STRATA_CHECK(recvFrom(r, all + r * bytes, bytes, deadline));
-  for (int r = 1; r < nranks_; ++r) STRATA_CHECK(sendTo(r, all, bytes * nranks_, deadline));
+  for (int c : children) STRATA_CHECK(sendTo(c, all, bytes * nranks_, deadline));
   return Status::ok();
 }
 
@@ -216,19 +320,29 @@ Status Bootstrap::startTls(int fd, bool joiner, const std::string& peer, double 
 }
 
 Status Bootstrap::sendTo(int rank, const void* data, size_t bytes, double deadline) {
+  bytesSent_ += bytes;
   if (rank < static_cast<int>(tls_.size()) && tls_[rank]) return tls_[rank]->sendAll(data, bytes, deadline);
   return net::sendAll(fds_[rank], data, bytes, deadline, peerName(rank).c_str());
 }
 
 Status Bootstrap::recvFrom(int rank, void* data, size_t bytes, double deadline) {
+  bytesReceived_ += bytes;
   if (rank < static_cast<int>(tls_.size()) && tls_[rank]) return tls_[rank]->recvAll(data, bytes, deadline);
   return net::recvAll(fds_[rank], data, bytes, deadline, peerName(rank).c_str());
 }
 
 Status Bootstrap::barrier() {
+  // A token up the tree and back down: 2 log2(n) hops of one byte.
+  const double deadline = nowSeconds() + params::timeout();
+  const std::vector<int> children = treeChildren(rank_, nranks_);
   char token = 1;
-  std::vector<char> all(nranks_);
-  return allgather(&token, all.data(), 1);
+  for (int c : children) STRATA_CHECK(recvFrom(c, &token, 1, deadline));
+  if (rank_ != 0) {
+    STRATA_CHECK(sendTo(treeParent(rank_), &token, 1, deadline));
+    STRATA_CHECK(recvFrom(treeParent(rank_), &token, 1, deadline));
+  }
+  for (int c : children) STRATA_CHECK(sendTo(c, &token, 1, deadline));
+  return Status::ok();
 }
 
 }  // namespace strata::boot

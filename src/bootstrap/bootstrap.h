@@ -1,6 +1,13 @@
-// The bootstrap network: a star of TCP connections to rank 0, used to meet
-// (exchange HostInfo), to set up transports (allgather, barrier), and never
-// for collective data.
+// The bootstrap network: TCP connections used to meet (exchange HostInfo),
+// to set up transports (allgather, barrier), and never for collective data.
+//
+// Every rank joins rank 0 once, with its HostInfo and the address it listens
+// on for the bootstrap. Once all have joined, rank 0 answers each with the
+// address of its parent in a binomial tree (bootstrap_tree.h) and keeps only
+// the connections to its own children; every other rank connects to its
+// parent. HostInfo, allgather and barrier then flow along the tree: log2(n)
+// hops, at most log2(n) + 1 sockets per rank, and no rank that sends
+// n messages of n entries (rank 0 of a star sent n^2 HostInfos).
 //
 // Rank 0 admits connections that prove the job's secret (security/handshake.h)
 // until all nranks-1 peers have joined with the right world size and a rank not
@@ -29,9 +36,9 @@ class TlsSession;
 namespace strata::boot {
 
 // The largest world a bootstrap accepts. Every rank keeps a HostInfo (about
-// half a KiB) per rank and rank 0 a socket per rank, so a world this size is
-// already past what a star can serve; a larger nranks is a mistake, and must
-// be refused before it sizes those tables (INT_MAX would ask for ~1 TiB).
+// half a KiB) per rank, and rank 0 a socket per rank while they join; a
+// larger nranks is a mistake, and must be refused before it sizes those
+// tables (INT_MAX would ask for ~1 TiB).
 constexpr int kMaxRanks = 1 << 20;
 
 struct BootstrapConfig {
@@ -60,11 +67,21 @@ class Bootstrap final : public OutOfBand {
   // The job's secret, which every transport's connections prove in turn
   // (and which keys STRATA_TLS's sessions).
   const security::Secret& secret() const { return secret_; }
+  // Payload bytes this rank has sent and received over the bootstrap so far
+  // (handshakes and TLS records aside): what init costs the network.
+  uint64_t bytesSent() const { return bytesSent_; }
+  uint64_t bytesReceived() const { return bytesReceived_; }
 
  private:
   Bootstrap(int rank, int nranks);
   Status runRoot(int listenFd);
   Status join(const BootstrapConfig& config);
+  // A joiner whose parent is not rank 0: connect to it, then admit this
+  // rank's children on `listenFd`.
+  Status linkParent(const SockAddr& parentAddr, double deadline);
+  Status admitChildren(int listenFd, double deadline);
+  // Every rank's HostInfo, from rank 0 down the tree.
+  Status spreadHosts(double deadline);
   std::string peerName(int rank) const;
 
   // STRATA_TLS=1: TLS on a bootstrap connection right after its peer proved
@@ -73,20 +90,23 @@ class Bootstrap final : public OutOfBand {
   // or the session itself while the connection has no rank yet.
   Status startTls(int fd, bool joiner, const std::string& peer, double deadline,
                   std::unique_ptr<security::TlsSession>* out) const;
-  // Blocking transfers with the peer at fds_[rank] (a joiner's only peer is
-  // rank 0), through its TLS session when it has one.
+  // Blocking transfers with the peer at fds_[rank] (after the join: this
+  // rank's parent and children in the tree), through its TLS session when
+  // it has one.
   Status sendTo(int rank, const void* data, size_t bytes, double deadline);
   Status recvFrom(int rank, void* data, size_t bytes, double deadline);
 
   int rank_;
   int nranks_;
-  std::vector<int> fds_;  // rank 0: one per peer; others: fds_[0] to rank 0
+  std::vector<int> fds_;  // by rank; -1 but for tree neighbours (and, at rank 0, joiners)
   // Next to fds_, null where a connection carries no TLS; destroyed before
   // the sockets close (their close_notify goes out on them).
   std::vector<std::unique_ptr<security::TlsSession>> tls_;
   std::vector<topo::HostInfo> hosts_;
   uint64_t commTag_ = 0;
   security::Secret secret_;
+  uint64_t bytesSent_ = 0;
+  uint64_t bytesReceived_ = 0;
 };
 
 }  // namespace strata::boot
