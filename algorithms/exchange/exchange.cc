@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "cost_model.h"
+
 namespace strata {
 namespace {
 
@@ -98,6 +100,19 @@ void allgatherSpec(const PlanShape& shape, uint64_t count, ExchangeSpec* spec) {
     spec->sends.push_back({p, 0, 0, 0, count});
     spec->recvs.push_back({p, 0, 0, p * count, count});
   }
+}
+
+double pairwiseAllgatherUs(const CostView& v, double blockBytes) {
+  // As oneshot.cc charges its sends: they leave one after another from one
+  // thread, a network one costing a system call and a wake-up, and the
+  // slowest peer's latency ends the exchange.
+  double worstLat = 0, sendUs = 0;
+  for (int p = 1; p < v.shape.nranks; ++p) {
+    const LinkCost& l = v.link(0, p);
+    worstLat = std::max(worstLat, l.latencyUs);
+    sendUs += (v.cross(0, p) ? l.latencyUs : 0) + blockBytes / (l.gbps * 1e3);
+  }
+  return worstLat + sendUs;
 }
 
 void allgathervSpec(const PlanShape& shape, const size_t* counts, const size_t* displs,

@@ -20,6 +20,8 @@
 
 namespace strata {
 
+struct CostView;
+
 struct Transfer {
   int peer;           // the other rank; the own rank for a local copy
   uint16_t msg;       // Step::msg of its steps
@@ -49,5 +51,16 @@ void allgathervSpec(const PlanShape& shape, const size_t* counts, const size_t* 
 void alltoallSpec(const PlanShape& shape, uint64_t count, ExchangeSpec* spec);
 void alltoallvSpec(const PlanShape& shape, const size_t* sendCounts, const size_t* sendDispls,
                    const size_t* recvCounts, const size_t* recvDispls, ExchangeSpec* spec);
+
+// Allgather of `count` elements per rank in ceil(log2 n) rounds, with
+// ceil(log2 n) peers each way (bruck.cc), instead of allgatherSpec's one hop
+// to n-1 peers.
+void buildBruckAllgather(const PlanShape& shape, uint64_t count, int nchannels, std::vector<ChannelPlan>& plans);
+
+// The cost model's estimates (cost_model.h) of one allgather of `blockBytes`
+// per rank: one hop to every peer (allgatherSpec), and Bruck's rounds. The
+// planner takes the cheaper.
+double pairwiseAllgatherUs(const CostView& v, double blockBytes);
+double bruckAllgatherUs(const CostView& v, double blockBytes);
 
 }  // namespace strata

@@ -56,7 +56,12 @@ Status Planner::choose(const CollCall& call, const PlanShape& commShape, const T
       choice->direct = direct;
       return Status::ok();
     }
-    case Coll::Allgather:
+    case Coll::Allgather: {
+      const bool bruck = pick.bruck >= 0 ? pick.bruck == 1 : tuning.useBruckAllgather(bytes);
+      *choice = {bruck ? "bruck" : "pairwise", channels(shape.channelsFor(bytes * n))};
+      choice->bruck = bruck;
+      return Status::ok();
+    }
     case Coll::Alltoall:
       *choice = {"pairwise", channels(shape.channelsFor(bytes * n))};
       return Status::ok();
@@ -90,6 +95,10 @@ Status Planner::plan(const CollCall& call, const PlanShape& commShape, const Tun
       buildReduceScatter(shape, call.count, choice->direct, nch, plans);
       break;
     case Coll::Allgather:
+      if (choice->bruck) {
+        buildBruckAllgather(shape, call.count, nch, plans);
+        break;
+      }
       allgatherSpec(shape, call.count, &spec_);
       buildExchange(shape, spec_, nch, plans);
       break;

@@ -1,7 +1,8 @@
 // From a validated collective call to per-channel plans: picks the algorithm
-// (allreduce: the tuning's cost-model table; other collectives: direct
-// one-hop for small buffers, rings and chains for large ones) and the number
-// of channels, then builds.
+// (allreduce: the tuning's cost-model table; allgather: one hop to every
+// peer, or Bruck's log2 n rounds where the model rates them cheaper; other
+// collectives: direct one-hop for small buffers, rings and chains for large
+// ones) and the number of channels, then builds.
 #pragma once
 
 #include <vector>
@@ -21,12 +22,14 @@ namespace strata {
 struct CallPick {
   const AllreduceAlgorithm* algo = nullptr;  // allreduce
   int direct = -1;         // broadcast, reduce, reduce_scatter: 1 direct, 0 pipelined
+  int bruck = -1;          // allgather: 1 Bruck's rounds, 0 one hop to every peer (pairwise)
   int nchannels = 0;       // at most the communicator's
   uint64_t chunkBytes = 0;  // bytes a slot carries, at most the communicator's slot
 
-  bool any() const { return algo || direct >= 0 || nchannels || chunkBytes; }
+  bool any() const { return algo || direct >= 0 || bruck >= 0 || nchannels || chunkBytes; }
   bool operator==(const CallPick& o) const {
-    return algo == o.algo && direct == o.direct && nchannels == o.nchannels && chunkBytes == o.chunkBytes;
+    return algo == o.algo && direct == o.direct && bruck == o.bruck && nchannels == o.nchannels &&
+           chunkBytes == o.chunkBytes;
   }
 };
 
@@ -55,6 +58,7 @@ struct PlanChoice {
   bool inputStable = true;
   const AllreduceAlgorithm* allreduce = nullptr;  // allreduce and barrier
   bool direct = false;  // broadcast, reduce, reduce_scatter: one hop to or from every rank
+  bool bruck = false;   // allgather: Bruck's rounds (bruck.cc), not one hop to every peer
 };
 
 class Planner {

@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <limits>
 
+#include "exchange.h"
+#include "params.h"
+
 namespace strata {
 
 Status parseForcedAlgo(const std::string& text, const char* forcedBy, const AllreduceAlgorithm** algo) {
@@ -53,6 +56,17 @@ Status Tuning::create(const std::string& forcedAlgo, size_t oneshotBytes, const 
       }
     }
   }
+  const std::string allgather = params::allgatherAlgo();
+  if (!allgather.empty() && allgather != "pairwise" && allgather != "bruck")
+    return makeErrorQuiet(STRATA_ERR_INVALID_ARGUMENT,
+                          "STRATA_ALLGATHER_ALGO='%s' is not an allgather algorithm (pairwise, bruck)",
+                          allgather.c_str());
+  const CostView view{model, shape};
+  for (int k = 0; k < kBuckets; ++k) {
+    const double bytes = static_cast<double>(uint64_t(1) << k);
+    t.bruckAllgatherByLog2_[k] =
+        allgather.empty() ? bruckAllgatherUs(view, bytes) < pairwiseAllgatherUs(view, bytes) : allgather == "bruck";
+  }
   *out = t;
   return Status::ok();
 }
@@ -82,6 +96,11 @@ bool Tuning::useDirect(uint64_t bytes) const {
   if (reproducible_ || (forced_ && forced_->has(kForcesDirect))) return true;
   if (forced_ && forced_->has(kForcesPipelined)) return false;
   return bytes <= oneshotBytes_;
+}
+
+bool Tuning::useBruckAllgather(uint64_t blockBytes) const {
+  const int k = blockBytes <= 1 ? 0 : 64 - __builtin_clzll(blockBytes - 1);
+  return bruckAllgatherByLog2_[std::min(k, kBuckets - 1)];
 }
 
 std::string Tuning::describe() const {

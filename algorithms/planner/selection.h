@@ -2,6 +2,7 @@
 // registered algorithm's cost (cost_model.h) on the communicator's layout,
 // evaluated once per power-of-two size when the communicator is created, so
 // a call only looks its size up. STRATA_ALGO forces one algorithm instead.
+// Allgather's choice between one hop and Bruck's rounds is a table alike.
 #pragma once
 
 #include <array>
@@ -46,6 +47,11 @@ class Tuning {
   // rings and chains; a forced algorithm with kForcesDirect or
   // kForcesPipelined forces one side, as reproducible mode forces direct.
   bool useDirect(uint64_t bytes) const;
+  // Allgather of `blockBytes` per rank: Bruck's ceil(log2 n) rounds
+  // (bruck.cc) rather than one hop to every peer, where the cost model
+  // rates them cheaper (many ranks across nodes, small blocks), or as
+  // STRATA_ALLGATHER_ALGO forces.
+  bool useBruckAllgather(uint64_t blockBytes) const;
   bool reproducible() const { return reproducible_; }
   const AllreduceAlgorithm* forced() const { return forced_; }  // STRATA_ALGO's, or null
   const char* forcedBy() const { return forcedBy_; }
@@ -60,6 +66,7 @@ class Tuning {
   bool reproducible_ = false;
   size_t oneshotBytes_ = 0;
   std::array<const AllreduceAlgorithm*, kBuckets> byLog2_{};  // by ceil(log2(bytes))
+  std::array<bool, kBuckets> bruckAllgatherByLog2_{};          // by ceil(log2(block bytes))
 };
 
 }  // namespace strata

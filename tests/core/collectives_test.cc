@@ -53,6 +53,50 @@ TEST(Collectives, ForcedAlgorithmsAndChannels) {
   }
 }
 
+// Bruck's allgather forced (STRATA_ALLGATHER_ALGO=bruck) on 3 and 4 ranks
+// over shared memory, 8 KiB slots so that the larger blocks travel in many
+// pieces, over 2 channels: every block against the reference inputs, in
+// place and not, blocking and not; strata_comm_algorithm names it.
+TEST(Collectives, BruckAllgatherMatchesReference) {
+  for (int n : {3, 4}) {
+    auto env = kSmallSlots;
+    env.push_back({"STRATA_ALLGATHER_ALGO", "bruck"});
+    env.push_back({"STRATA_NCHANNELS", "2"});
+    expectAllPassed(runRanks(n, 60, [](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+      strata_comm_t comm;
+      if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
+      char name[16];
+      int channels = 0;
+      if (!rep.ok(strata_comm_algorithm(comm, "allgather", 5000, STRATA_FLOAT32, name, sizeof(name), &channels), comm,
+                  "strata_comm_algorithm"))
+        return;
+      if (std::strcmp(name, "bruck") != 0) rep.fail("strata_comm_algorithm says %s for allgather, forced bruck", name);
+      for (auto dt : {STRATA_INT8, STRATA_INT32, STRATA_FLOAT32, STRATA_FLOAT64})
+        for (size_t count : {size_t(1), size_t(1023), size_t(5000)})
+          for (bool inPlace : {false, true}) {
+            const size_t elem = strata_datatype_size(dt), bytes = count * elem;
+            const std::string what = "bruck allgather dt" + std::to_string(dt) + "-n" + std::to_string(count) +
+                                     (inPlace ? "-inplace" : "");
+            std::vector<char> send = inputs(rank, count, dt);
+            std::vector<char> recv(bytes * n + 8, 0x5a);
+            char* own = recv.data() + bytes * rank;
+            if (inPlace) std::copy(send.begin(), send.end(), own);
+            strata_request_t req = nullptr;
+            if (inPlace) {
+              if (!rep.ok(strata_allgather(own, recv.data(), count, dt, comm), comm, what.c_str())) return;
+            } else if (!rep.ok(strata_iallgather(send.data(), recv.data(), count, dt, comm, &req), comm, what.c_str()) ||
+                       !rep.ok(strata_wait(req), comm, what.c_str())) {
+              return;
+            }
+            for (int p = 0; p < n; ++p)
+              check(rep, what + " block " + std::to_string(p), recv.data() + bytes * p, inputs(p, count, dt), elem);
+            checkUntouched(rep, what + " (past the end)", recv.data() + bytes * n, 8);
+          }
+      rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
+    }, env));
+  }
+}
+
 // Point-to-point, in groups: a ring shift of a message larger than a
 // connector's FIFO (8 slots of 8 KiB), an all-pairs exchange of different
 // sizes with a message to oneself, then plain blocking and non-blocking pairs.

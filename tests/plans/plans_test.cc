@@ -3,13 +3,16 @@
 // interleaved), odd counts, several datatypes and ops, against a reference
 // computed independently (exact integers, or double for floats whose inputs
 // make every partial sum exact), and bitwise agreement between ranks where
-// rounding makes the result depend on the order of the sums.
+// rounding makes the result depend on the order of the sums. Then Bruck's
+// allgather on 1..17 ranks, and where the planner picks it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <set>
 #include <thread>
 
 #include "allreduce.h"
@@ -18,6 +21,8 @@
 #include "mem_connector.h"
 #include "node_tree.h"
 #include "op_desc.h"
+#include "params.h"
+#include "planner.h"
 #include "selection.h"
 
 namespace strata {
@@ -32,7 +37,7 @@ struct Mesh {
   std::vector<std::unique_ptr<SendConnector>> sends;
   std::vector<std::unique_ptr<RecvConnector>> recvs;
 
-  Mesh(int n, int channels) : links(channels, std::vector<ChannelLinks>(n)) {
+  Mesh(int n, int channels, int nslots = kSlots) : links(channels, std::vector<ChannelLinks>(n)) {
     for (int c = 0; c < channels; ++c) {
       for (int r = 0; r < n; ++r) {
         links[c][r].send.assign(n, nullptr);
@@ -41,7 +46,7 @@ struct Mesh {
       for (int s = 0; s < n; ++s)
         for (int d = 0; d < n; ++d) {
           if (s == d) continue;
-          auto fifo = std::make_shared<test::MemFifo>(kSlotBytes, kSlots);
+          auto fifo = std::make_shared<test::MemFifo>(kSlotBytes, nslots);
           sends.push_back(std::make_unique<test::MemSend>(fifo));
           recvs.push_back(std::make_unique<test::MemRecv>(fifo));
           links[c][s].send[d] = sends.back().get();
@@ -62,14 +67,15 @@ Layout layoutOf(const std::vector<int>& nodeOfRank, const std::vector<int>& pack
   return Layout::of(topo::buildHierarchy(hosts));
 }
 
-// Runs one allreduce with `algo` on n threads; returns each rank's status.
-std::vector<Status> runAllreduce(int n, int channels, const AllreduceAlgorithm& algo, strata_datatype_t dt,
-                                 strata_op_t op, uint64_t count,
-                                 std::vector<std::vector<char>>& inputs,
-                                 std::vector<std::vector<char>>& outputs, bool inPlace,
-                                 uint64_t descOverride = 0, const Layout* layout = nullptr,
-                                 size_t slotBytes = kSlotBytes) {
-  Mesh mesh(n, channels);
+// Runs one operation on n threads: each rank builds its plans with `build`
+// (which returns the channels they use) and runs them on in-memory
+// connectors of `nslots` slots; returns each rank's status.
+using BuildFn = std::function<int(const PlanShape&, std::vector<ChannelPlan>&)>;
+std::vector<Status> runPlans(int n, int channels, const BuildFn& build, uint64_t desc, strata_datatype_t dt,
+                             strata_op_t op, const std::vector<const char*>& inputs,
+                             const std::vector<char*>& outputs, uint64_t descOverride = 0,
+                             const Layout* layout = nullptr, size_t slotBytes = kSlotBytes, int nslots = kSlots) {
+  Mesh mesh(n, channels, nslots);
   std::vector<Status> results(n);
   std::vector<std::thread> threads;
   const size_t elem = strata_datatype_size(dt);
@@ -77,18 +83,16 @@ std::vector<Status> runAllreduce(int n, int channels, const AllreduceAlgorithm& 
     threads.emplace_back([&, r] {
       PlanShape shape{r, n, channels, slotBytes, elem, layout};
       std::vector<ChannelPlan> plans(channels);
-      const int used = algo.has(kOneSlot) ? 1 : channels;
-      algo.build(shape, count, used, plans);
+      const int used = build(shape, plans);
       OpContext ctx;
-      ctx.input = inputs[r].data();
-      ctx.output = inPlace ? inputs[r].data() : outputs[r].data();
+      ctx.input = inputs[r];
+      ctx.output = outputs[r];
       ctx.datatype = dt;
       ctx.op = op;
       ctx.elemSize = elem;
       ctx.rank = r;
       ctx.nranks = n;
-      uint64_t desc = (descOverride && r == 0) ? descOverride : OpDesc{Coll::Allreduce, dt, op, count}.pack();
-      ctx.tag = SlotTag{1, desc};
+      ctx.tag = SlotTag{1, (descOverride && r == 0) ? descOverride : desc};
       ctx.reduceFn = kernels::kernel(dt, op, kernels::Isa::Portable);
       ctx.ntOutput = false;
       std::vector<PlanExecutor> execs(used);
@@ -124,6 +128,28 @@ std::vector<Status> runAllreduce(int n, int channels, const AllreduceAlgorithm& 
   }
   for (auto& t : threads) t.join();
   return results;
+}
+
+// Runs one allreduce with `algo` on n threads; returns each rank's status.
+std::vector<Status> runAllreduce(int n, int channels, const AllreduceAlgorithm& algo, strata_datatype_t dt,
+                                 strata_op_t op, uint64_t count,
+                                 std::vector<std::vector<char>>& inputs,
+                                 std::vector<std::vector<char>>& outputs, bool inPlace,
+                                 uint64_t descOverride = 0, const Layout* layout = nullptr,
+                                 size_t slotBytes = kSlotBytes) {
+  std::vector<const char*> in(n);
+  std::vector<char*> out(n);
+  for (int r = 0; r < n; ++r) {
+    in[r] = inputs[r].data();
+    out[r] = inPlace ? inputs[r].data() : outputs[r].data();
+  }
+  auto build = [&](const PlanShape& shape, std::vector<ChannelPlan>& plans) {
+    const int used = algo.has(kOneSlot) ? 1 : channels;
+    algo.build(shape, count, used, plans);
+    return used;
+  };
+  return runPlans(n, channels, build, OpDesc{Coll::Allreduce, dt, op, count}.pack(), dt, op, in, out,
+                  descOverride, layout, slotBytes);
 }
 
 // Inputs: small integers (scaled by 0.25 for floats), exact in every type.
@@ -532,6 +558,146 @@ TEST(Plans, ReproducibleTuningUsesRankOrderFoldsOnly) {
     ASSERT_TRUE(t.chooseAllreduce(shape, bytes / 4, &c).isOk());
     EXPECT_FALSE(c.algo->has(kReproducibleOnly)) << bytes << " bytes: " << c.algo->name;
   }
+}
+
+// Bruck's allgather (bruck.cc) on n threads; every rank's output must hold
+// every rank's input at its block, and nothing past the end may change.
+// Inputs are distinct per rank and element, so a block in the wrong place
+// or a piece sent twice shows.
+template <typename T>
+void checkBruckAllgather(int n, int channels, uint64_t count, bool inPlace, size_t slotBytes, int nslots = kSlots,
+                         const Layout* layout = nullptr) {
+  const size_t bytes = count * sizeof(T);
+  auto value = [](int r, uint64_t i) { return static_cast<T>((r * 7919 + i * 13) % 30011) / static_cast<T>(4); };
+  std::vector<std::vector<char>> in(n, std::vector<char>(bytes)), out(n, std::vector<char>(n * bytes + 8, 0x5a));
+  std::vector<char> want(n * bytes);
+  std::vector<const char*> inPtr(n);
+  std::vector<char*> outPtr(n);
+  for (int r = 0; r < n; ++r) {
+    for (uint64_t i = 0; i < count; ++i) reinterpret_cast<T*>(in[r].data())[i] = value(r, i);
+    std::memcpy(want.data() + r * bytes, in[r].data(), bytes);
+    if (inPlace) std::memcpy(out[r].data() + r * bytes, in[r].data(), bytes);
+    inPtr[r] = inPlace ? out[r].data() + r * bytes : in[r].data();
+    outPtr[r] = out[r].data();
+  }
+  auto build = [&](const PlanShape& shape, std::vector<ChannelPlan>& plans) {
+    buildBruckAllgather(shape, count, channels, plans);
+    return channels;
+  };
+  const strata_datatype_t dt = std::is_floating_point<T>::value ? (sizeof(T) == 4 ? STRATA_FLOAT32 : STRATA_FLOAT64)
+                                                                  : (sizeof(T) == 4 ? STRATA_INT32 : STRATA_INT8);
+  const std::string what = "n=" + std::to_string(n) + " channels=" + std::to_string(channels) + " count=" +
+                           std::to_string(count) + " slot=" + std::to_string(slotBytes) + " nslots=" +
+                           std::to_string(nslots) + (inPlace ? " in place" : "") + (layout ? " (layout)" : "");
+  auto results = runPlans(n, channels, build, OpDesc{Coll::Allgather, dt, STRATA_SUM, count}.pack(), dt, STRATA_SUM,
+                          inPtr, outPtr, 0, layout, slotBytes, nslots);
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(results[r].isOk()) << what << ": rank " << r << ": " << results[r].message();
+  for (int r = 0; r < n; ++r) {
+    for (size_t b = 0; b < n * bytes; ++b)
+      ASSERT_EQ(out[r][b], want[b]) << what << ": rank " << r << ", block " << b / bytes << ", byte " << b % bytes;
+    for (size_t b = n * bytes; b < out[r].size(); ++b) ASSERT_EQ(out[r][b], 0x5a) << what << ": rank " << r;
+  }
+}
+
+TEST(BruckAllgather, MatchesTheInputsOnAnyRankCount) {
+  for (int n = 1; n <= 17; ++n) {
+    const int channels = 1 + n % 3;
+    // 256-byte slots: 64 floats or 32 doubles a piece.
+    for (uint64_t count : {uint64_t(1), uint64_t(63), uint64_t(64), uint64_t(65), uint64_t(1000)})
+      for (bool inPlace : {false, true}) {
+        checkBruckAllgather<float>(n, channels, count, inPlace, 256);
+        if (HasFatalFailure()) return;
+      }
+    checkBruckAllgather<int32_t>(n, 3, 777, false, 256);
+    checkBruckAllgather<double>(n, 2, 301, true, 256);
+    checkBruckAllgather<int8_t>(n, 1, 13, false, 256);
+    // One slot per FIFO: the header's deadlock argument needs no more.
+    checkBruckAllgather<float>(n, 2, 999, false, 256, 1);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(BruckAllgather, FollowsTheLayoutsOrder) {
+  // Ranks walked out of rank order (nodes interleaved, and numbered out of
+  // order): runs of consecutive ranks break where the walk jumps.
+  for (const auto& nodeOf : std::vector<std::vector<int>>{{0, 1, 0, 1, 0, 1}, {2, 0, 1, 0, 2}, {0, 0, 1, 1, 1, 2, 2}})
+    for (int channels : {1, 2}) {
+      const Layout layout = layoutOf(nodeOf);
+      const int n = static_cast<int>(nodeOf.size());
+      checkBruckAllgather<float>(n, channels, 100, false, 256, kSlots, &layout);
+      checkBruckAllgather<int32_t>(n, channels, 1, true, 256, kSlots, &layout);
+    }
+}
+
+TEST(BruckAllgather, TalksToLog2nPeersAndWritesEveryElementOnce) {
+  for (int n = 1; n <= 40; ++n)
+    for (uint64_t count : {uint64_t(1), uint64_t(70)})
+      for (int channels : {1, 3}) {
+        int log2n = 0;
+        while ((1 << log2n) < n) ++log2n;
+        for (int r = 0; r < n; ++r) {
+          std::vector<ChannelPlan> plans(channels);
+          buildBruckAllgather(PlanShape{r, n, channels, 256, 4}, count, channels, plans);
+          std::set<int> to, from;
+          std::vector<int> written(n * count, 0);
+          for (const auto& p : plans)
+            for (const Step& s : p.steps) {
+              if (s.sendPeer >= 0) to.insert(s.sendPeer);
+              if (s.recvPeer >= 0) from.insert(s.recvPeer);
+              if (s.prim == Prim::Recv || s.prim == Prim::CopySend || s.prim == Prim::Copy)
+                for (uint64_t i = s.outOffset; i < s.outOffset + s.count; ++i) written[i]++;
+            }
+          EXPECT_LE(to.size(), size_t(log2n)) << "n=" << n << " rank " << r;
+          EXPECT_LE(from.size(), size_t(log2n)) << "n=" << n << " rank " << r;
+          for (uint64_t i = 0; i < n * count; ++i)
+            ASSERT_EQ(written[i], 1) << "n=" << n << " rank " << r << " element " << i << " count " << count;
+        }
+      }
+}
+
+// The one-hop exchange stays where the model has it cheaper (every rank
+// count on one node, large blocks anywhere); Bruck's rounds take small
+// blocks on many nodes. STRATA_ALLGATHER_ALGO and a call's pick force
+// either.
+TEST(BruckAllgather, ChosenWhereTheModelSaysAndWhenForced) {
+  const CostModel model{{2, 6}, {20, 0.6}};
+  Tuning t;
+  for (int n : {2, 3, 4, 5, 8, 16, 64, 1024}) {
+    PlanShape shape{0, n, 2, 262144, 4};
+    ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
+    for (uint64_t bytes = 1; bytes <= (uint64_t(1) << 30); bytes *= 8)
+      EXPECT_FALSE(t.useBruckAllgather(bytes)) << n << " ranks on one node, " << bytes << " bytes";
+  }
+  const Layout wide = Layout::blocks(128, 16);
+  PlanShape shape{0, 128, 2, 262144, 4, &wide};
+  ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
+  EXPECT_TRUE(t.useBruckAllgather(8));
+  EXPECT_TRUE(t.useBruckAllgather(4096));
+  EXPECT_FALSE(t.useBruckAllgather(64 << 20));
+  CollCall call{Coll::Allgather, nullptr, nullptr, 2, STRATA_FLOAT32, STRATA_SUM, 0,
+                nullptr, nullptr, nullptr, nullptr};
+  PlanChoice choice;
+  ASSERT_TRUE(Planner::choose(call, shape, t, &choice).isOk());
+  EXPECT_STREQ(choice.algo, "bruck");
+  call.pick.bruck = 0;
+  ASSERT_TRUE(Planner::choose(call, shape, t, &choice).isOk());
+  EXPECT_STREQ(choice.algo, "pairwise");
+  EXPECT_FALSE(choice.bruck);
+
+  PlanShape small{0, 4, 2, 262144, 4};
+  setenv("STRATA_ALLGATHER_ALGO", "bruck", 1);
+  params::reload();
+  Status forced = Tuning::create("", 16384, model, small, false, &t);
+  setenv("STRATA_ALLGATHER_ALGO", "bogus", 1);
+  params::reload();
+  Status bad = Tuning::create("", 16384, model, small, false, &t);
+  unsetenv("STRATA_ALLGATHER_ALGO");
+  params::reload();
+  ASSERT_TRUE(forced.isOk()) << forced.message();
+  EXPECT_EQ(bad.code(), STRATA_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(bad.message().find("STRATA_ALLGATHER_ALGO='bogus'"), std::string::npos) << bad.message();
+  ASSERT_TRUE(Tuning::create("", 16384, model, small, false, &t).isOk());
+  EXPECT_FALSE(t.useBruckAllgather(8));
 }
 
 }  // namespace
