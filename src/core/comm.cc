@@ -120,6 +120,8 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
               rank_, nranks_, localRanks, local.cores, self.cpusAllowed, nchannels,
               (long long)config_.nthreads, (long long)spins_, (long long)config_.nslots,
               (long long)config_.slotBytes, kernels::isaName(isa_));
+  STRATA_INFO(BOOT, "rank %d: init sent %llu and received %llu bytes over the bootstrap", rank_,
+              (unsigned long long)bootstrap_->bytesSent(), (unsigned long long)bootstrap_->bytesReceived());
   if (rank_ == 0) {
     STRATA_INFO(TOPO, "%s", topo::describeTree(layout_.hierarchy, hosts).c_str());
     STRATA_INFO(ALGO, "%d nodes; allreduce by size: %s", layout_.nodes(), tuning_.describe().c_str());

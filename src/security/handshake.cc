@@ -90,7 +90,7 @@ Status connectAndProve(const SockAddr& addr, const Secret& secret, const Claim& 
                           "STRATA_TIMEOUT: is it failing, or flooded with other connections?",
                           peer);
     STRATA_TRACE(NET, "%s closed the connection during the handshake; trying again", peer);
-    std::this_thread::sleep_for(std::chrono::duration<double>(pause));
+    std::this_thread::sleep_for(std::chrono::duration<double>(net::jittered(pause)));
     pause = std::min(pause * 2, 0.2);
   }
 }

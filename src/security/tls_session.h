@@ -1,5 +1,5 @@
 // TLS 1.3 over a socket that is already connected and authenticated by
-// strata's own handshake (STRATA_TLS=1): the bootstrap's star and the tcp
+// strata's own handshake (STRATA_TLS=1): the bootstrap's tree and the tcp
 // transport's connections. No certificates: both ends hold the job's secret,
 // and the session's key is an external pre-shared key derived from it
 // (HMAC-SHA256 of a fixed label), so a peer without the secret fails the

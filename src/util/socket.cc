@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <random>
 #include <thread>
 
 #include "clock.h"
@@ -101,7 +102,9 @@ Status listenOn(SockAddr* addr, int* fd, const char* inUseHint) {
   }
   int one = 1;
   setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(s, addr->get(), addr->len) != 0 || listen(s, 1024) != 0) {
+  // The longest backlog the kernel allows: a whole job's ranks may knock
+  // on rank 0 at once, and a full backlog turns them away to retry.
+  if (bind(s, addr->get(), addr->len) != 0 || listen(s, SOMAXCONN) != 0) {
     int err = errno;
     close(s);
     return STRATA_ERROR(STRATA_ERR_SYSTEM, "cannot listen on %s: %s%s", toString(*addr).c_str(),
@@ -140,6 +143,12 @@ int connectBefore(int s, const SockAddr& addr, double deadline) {
 
 }  // namespace
 
+double jittered(double pause) {
+  thread_local std::minstd_rand draw(static_cast<unsigned>(getpid()) * 2654435761u ^
+                                     static_cast<unsigned>(nowSeconds() * 1e9));
+  return pause * (0.5 + std::uniform_real_distribution<double>(0, 1)(draw));
+}
+
 Status connectTo(const SockAddr& addr, double deadline, const char* peer, int* fd, bool retry) {
   int lastErr = ETIMEDOUT;
   double pause = 0.001;
@@ -163,7 +172,7 @@ Status connectTo(const SockAddr& addr, double deadline, const char* peer, int* f
     // Refused or unreachable: the peer may simply not be listening yet.
     const double left = deadline - nowSeconds();
     if (left <= 0) break;
-    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(pause, left)));
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(jittered(pause), left)));
     pause = std::min(pause * 2, 0.1);
   }
   return STRATA_ERROR(STRATA_ERR_TIMEOUT,

@@ -28,6 +28,11 @@ Status listenOn(SockAddr* addr, int* fd, const char* inUseHint = nullptr);
 // know the listener was up and ask whether its process still is.
 Status connectTo(const SockAddr& addr, double deadline, const char* peer, int* fd, bool retry = true);
 
+// A retry's pause, spread over [pause/2, 3 pause/2): thousands of ranks
+// refused by a root that is not listening yet (or whose gate dropped them)
+// would otherwise come back in lockstep, as one herd, every time.
+double jittered(double pause);
+
 Status sendAll(int fd, const void* data, size_t bytes, double deadline, const char* peer);
 Status recvAll(int fd, void* data, size_t bytes, double deadline, const char* peer);
 

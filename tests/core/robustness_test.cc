@@ -333,6 +333,50 @@ TEST(Bootstrap, TlsOnSomeRanksOnlyIsAClearError) {
   expectAllPassed(outcomes);
 }
 
+// Sockets this process holds (bootstrap, control plane; shared memory holds none).
+int openSockets() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) {
+      char target[64] = {};
+      const std::string path = std::string("/proc/self/fd/") + e->d_name;
+      if (readlink(path.c_str(), target, sizeof(target) - 1) > 0 && std::strncmp(target, "socket:", 7) == 0) ++n;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+TEST(Bootstrap, RanksHoldOnlyTheirTreeNeighboursAfterInit) {
+  // 13 ranks: a tree of depth 4 with a partial last level. Under a star
+  // rank 0 held 12 bootstrap sockets for the communicator's life.
+  constexpr int kRanks = 13;
+  struct Shared {
+    std::atomic<int> sockets[kRanks];
+  };
+  Shared* shared = sharedPage<Shared>();
+  auto outcomes = runRanks(kRanks, 60, [&](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    const int before = openSockets();
+    strata_comm_t comm;
+    if (!rep.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+    shared->sockets[rank] = openSockets() - before;
+    // The tree carried init's exchanges; a collective checks the result.
+    double mine = rank + 0.5, sum = 0;
+    if (rep.ok(strata_allreduce(&mine, &sum, 1, STRATA_FLOAT64, STRATA_SUM, comm), comm, "allreduce") &&
+        sum != nranks * (nranks - 1) / 2.0 + nranks * 0.5)
+      rep.fail("allreduce gave %g", sum);
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TRANSPORT", "shm"}});
+  expectAllPassed(outcomes);
+  for (int r = 0; r < kRanks; ++r) {
+    // Its parent (its lowest set bit cleared) and the ranks whose parent it is.
+    int neighbours = r > 0;
+    for (int c = 1; c < kRanks; ++c) neighbours += (c & (c - 1)) == r;
+    // Plus the control plane's listener (rank 0 also closed the unique id's).
+    EXPECT_LE(shared->sockets[r].load(), neighbours + 1) << "rank " << r;
+  }
+}
+
 TEST(Bootstrap, UnreachableRootTimesOutWithAClearError) {
   auto outcomes = runRanks(1, 30, [](int, int, const strata_unique_id_t& id, Reporter& rep) {
     // The id's rank 0 never comes: joining as rank 1 must give up at the deadline.
