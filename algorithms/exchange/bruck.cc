@@ -91,14 +91,21 @@ void buildBruckAllgather(const PlanShape& shape, uint64_t count, int nchannels, 
 
 double bruckAllgatherUs(const CostView& v, double blockBytes) {
   const int n = v.shape.nranks;
+  const double efficiency = n > 2 ? kExchangeEfficiency : 1;
   double us = 0;
   for (int dist = 1; dist < n; dist *= 2) {
-    // A round ends when its slowest pair has: the network if any pair crosses.
-    bool crosses = false;
-    for (int i = 0; i < n && !crosses; ++i) crosses = v.cross(i, (i + dist) % n);
-    const LinkCost& l = crosses ? v.model.net : v.model.shm;
-    const double efficiency = n > 2 ? kExchangeEfficiency : 1;
-    us += l.latencyUs + std::min(dist, n - dist) * blockBytes / (l.gbps * 1e3) / efficiency;
+    // Every rank sends at once: as recursive doubling's rounds (pairwise.cc),
+    // a round that crosses pays the network latency once per crossing rank
+    // of the node with the most, since crossings that start together queue.
+    int crossers = 0;
+    if (v.shape.layout) {
+      std::vector<int> perNode(v.nodes(), 0);
+      for (int pos = 0; pos < n; ++pos)
+        if (v.cross(pos, (pos + n - dist) % n))
+          crossers = std::max(crossers, ++perNode[v.shape.layout->hierarchy.nodeOf[v.shape.rankAt(pos)]]);
+    }
+    const LinkCost& l = crossers ? v.model.net : v.model.shm;
+    us += std::max(1, crossers) * l.latencyUs + std::min(dist, n - dist) * blockBytes / (l.gbps * 1e3) / efficiency;
   }
   return us;
 }

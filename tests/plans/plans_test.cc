@@ -656,8 +656,8 @@ TEST(BruckAllgather, TalksToLog2nPeersAndWritesEveryElementOnce) {
 }
 
 // The one-hop exchange stays where the model has it cheaper (every rank
-// count on one node, large blocks anywhere); Bruck's rounds take small
-// blocks on many nodes. STRATA_ALLGATHER_ALGO and a call's pick force
+// count on one node, two nodes, large blocks anywhere); Bruck's rounds take
+// small blocks on many nodes. STRATA_ALLGATHER_ALGO and a call's pick force
 // either.
 TEST(BruckAllgather, ChosenWhereTheModelSaysAndWhenForced) {
   const CostModel model{{2, 6}, {20, 0.6}};
@@ -668,6 +668,13 @@ TEST(BruckAllgather, ChosenWhereTheModelSaysAndWhenForced) {
     for (uint64_t bytes = 1; bytes <= (uint64_t(1) << 30); bytes *= 8)
       EXPECT_FALSE(t.useBruckAllgather(bytes)) << n << " ranks on one node, " << bytes << " bytes";
   }
+  // Two nodes of two ranks: Bruck's second round has both ranks of a node
+  // crossing at once, which the model rates no cheaper than the exchange.
+  const Layout twoByTwo = Layout::blocks(4, 2);
+  PlanShape four{0, 4, 2, 262144, 4, &twoByTwo};
+  ASSERT_TRUE(Tuning::create("", 16384, model, four, false, &t).isOk());
+  for (uint64_t bytes = 1; bytes <= (uint64_t(1) << 30); bytes *= 8)
+    EXPECT_FALSE(t.useBruckAllgather(bytes)) << "2 nodes x 2 ranks, " << bytes << " bytes";
   const Layout wide = Layout::blocks(128, 16);
   PlanShape shape{0, 128, 2, 262144, 4, &wide};
   ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
