@@ -679,8 +679,14 @@ TEST(BruckAllgather, ChosenWhereTheModelSaysAndWhenForced) {
   PlanShape shape{0, 128, 2, 262144, 4, &wide};
   ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
   EXPECT_TRUE(t.useBruckAllgather(8));
-  EXPECT_TRUE(t.useBruckAllgather(4096));
+  EXPECT_TRUE(t.useBruckAllgather(16384));
+  EXPECT_FALSE(t.useBruckAllgather(32768));
   EXPECT_FALSE(t.useBruckAllgather(64 << 20));
+  const Layout eight = Layout::blocks(64, 8);
+  PlanShape sixtyFour{0, 64, 2, 262144, 4, &eight};
+  ASSERT_TRUE(Tuning::create("", 16384, model, sixtyFour, false, &t).isOk());
+  EXPECT_TRUE(t.useBruckAllgather(8192));
+  EXPECT_FALSE(t.useBruckAllgather(16384));
   CollCall call{Coll::Allgather, nullptr, nullptr, 2, STRATA_FLOAT32, STRATA_SUM, 0,
                 nullptr, nullptr, nullptr, nullptr};
   PlanChoice choice;
