@@ -11,7 +11,6 @@ namespace strata::tcp {
 SlotRing::SlotRing(size_t slotBytes, int nslots)
     : slotBytes_(slotBytes),
       nslots_(static_cast<uint64_t>(nslots)),
-      data_(new char[slotBytes * static_cast<size_t>(nslots)]),
       headers_(static_cast<size_t>(nslots)),
       payloads_(static_cast<size_t>(nslots), nullptr) {}
 
@@ -111,9 +110,7 @@ bool TcpSendConnector::progress() {
 
 TcpRecvConnector::TcpRecvConnector(std::vector<std::shared_ptr<sockets::SocketLink>> links, size_t slotBytes,
                                    int nslots)
-    : stripes_(std::move(links)), ring_(slotBytes, nslots), staging_(stripes_.size()) {
-  for (Staging& st : staging_) st.data.reset(new char[kStagingBytes]);
-}
+    : stripes_(std::move(links)), ring_(slotBytes, nslots), staging_(stripes_.size()) {}
 
 bool TcpRecvConnector::progress() {
   bool moved = false;
@@ -137,6 +134,7 @@ bool TcpRecvConnector::progress() {
       } else {
         // Large remainders go straight into the slot; the rest through staging.
         const bool direct = !inHeader && want >= kStagingBytes;
+        if (!direct && !st.data) st.data.reset(new char[kStagingBytes]);
         ssize_t n = direct ? link.recv(dst, want) : link.recv(st.data.get(), kStagingBytes);
         if (link.ioFailed(n, "receiving") || n < 0) break;
         moved = true;

@@ -21,7 +21,12 @@ namespace strata::tcp {
 class SlotRing {
  public:
   SlotRing(size_t slotBytes, int nslots);
-  char* slot(uint64_t index) { return data_.get() + (index % nslots_) * slotBytes_; }
+  // The slots are allocated at the first one's use: a peer that no plan
+  // uses, or that is only sent to from the caller's memory, costs none.
+  char* slot(uint64_t index) {
+    if (!data_) data_.reset(new char[slotBytes_ * nslots_]);
+    return data_.get() + (index % nslots_) * slotBytes_;
+  }
   WireHeader& header(uint64_t index) { return headers_[index % nslots_]; }
   // Where message `index`'s payload is: its slot, or the caller's memory.
   const char*& payload(uint64_t index) { return payloads_[index % nslots_]; }
