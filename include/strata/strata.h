@@ -308,7 +308,9 @@ STRATA_API strata_result_t strata_comm_algorithm(strata_comm_t comm, const char*
  * reduce_scatter), "candidates" (every allreduce algorithm with the cost
  * model's estimate in microseconds, null where it cannot carry the size, and
  * "why_not" where it was not considered), "transports" (to each rank, by
- * rank), "slot_bytes", "progress_threads", "reproducible", and "by_size"
+ * rank), "peers" (the ranks this rank's plan for the call sends to or
+ * receives from) and "connected_peers" (how many ranks this rank holds
+ * connections to), "slot_bytes", "progress_threads", "reproducible", and "by_size"
  * (the allreduce table of the communicator). *needed (when not NULL) gets
  * the record's size with its NUL; a record too small gets
  * STRATA_ERR_INVALID_ARGUMENT naming len and that size. Local, like

@@ -81,6 +81,23 @@ Status Comm::explain(const CollCall& call, std::string* json) const {
                          pick.nchannels, (unsigned long long)pick.chunkBytes);
   std::string transports;
   for (int p = 0; p < nranks_; ++p) transports += std::string(p ? "," : "") + quoted(transportTo(p));
+  // The ranks this rank's plan sends to or receives from: what the call
+  // needs connected, against what the communicator holds connected.
+  Planner planner;
+  PlanSet plans(shape_.nchannels);
+  PlanChoice built;
+  STRATA_CHECK(planner.plan(tuned(call, nullptr), shape, tuning_, plans, &built));
+  std::vector<bool> talks(nranks_, false);
+  for (const ChannelPlan& plan : plans)
+    for (const Step& step : plan.steps)
+      for (int peer : {step.recvPeer, step.sendPeer})
+        if (peer >= 0 && peer != rank_) talks[peer] = true;
+  std::string peers;
+  int connected = 0;
+  for (int p = 0; p < nranks_; ++p) {
+    if (talks[p]) peers += formatText("%s%d", peers.empty() ? "" : ",", p);
+    connected += p != rank_ && channels_[0].links.send[p] != nullptr;
+  }
   // Pieces, not one formatText: its buffer is 1 KiB, a record of many ranks is not.
   *json = formatText("{\"collective\":%s,\"count\":%llu,\"datatype\":%s,\"bytes\":%llu,\"rank\":%d,"
                      "\"ranks\":%d,\"nodes\":%d,\"algorithm\":%s,\"channels\":%d,\"slot_bytes\":%zu,"
@@ -90,7 +107,8 @@ Status Comm::explain(const CollCall& call, std::string* json) const {
                      layout_.nodes(), quoted(choice.algo).c_str(), choice.nchannels, shape_.slotBytes, config_.nthreads,
                      tuning_.reproducible() ? "true" : "false");
   *json += "\"decided_by\":" + quoted(decided) + ",\"candidates\":[" + candidates + "],\"transports\":[" +
-           transports + "],\"by_size\":" + quoted(tuning_.describe()) + "}";
+           transports + "],\"peers\":[" + peers + "],\"connected_peers\":" + std::to_string(connected) +
+           ",\"by_size\":" + quoted(tuning_.describe()) + "}";
   return Status::ok();
 }
 
