@@ -22,9 +22,9 @@ namespace strata {
 struct CallPick {
   const AllreduceAlgorithm* algo = nullptr;  // allreduce
   int direct = -1;         // broadcast, reduce, reduce_scatter: 1 direct, 0 pipelined
-  int bruck = -1;          // allgather: 1 Bruck's rounds, 0 one hop to every peer (pairwise)
   int nchannels = 0;       // at most the communicator's
   uint64_t chunkBytes = 0;  // bytes a slot carries, at most the communicator's slot
+  int bruck = -1;          // allgather: 1 Bruck's rounds, 0 one hop to every peer (pairwise)
 
   bool any() const { return algo || direct >= 0 || bruck >= 0 || nchannels || chunkBytes; }
   bool operator==(const CallPick& o) const {
