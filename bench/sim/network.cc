@@ -1,0 +1,58 @@
+#include "network.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace strata::sim {
+
+int Topology::uplinkLanes() const {
+  return std::max(1, static_cast<int>(std::lround(nodesPerLeaf * nicsPerNode / oversub)));
+}
+
+Network::Network(const Topology &topo, const NetModel &model)
+    : topo_(topo),
+      model_(model),
+      lanes_(topo.uplinkLanes()),
+      memFree_(topo.nranks(), 0),
+      txFree_(size_t(topo.nodes) * topo.nicsPerNode, 0),
+      rxFree_(size_t(topo.nodes) * topo.nicsPerNode, 0) {
+  const int leaves = (topo.nodes + topo.nodesPerLeaf - 1) / topo.nodesPerLeaf;
+  upFree_.assign(size_t(leaves) * lanes_, 0);
+  downFree_.assign(size_t(leaves) * lanes_, 0);
+}
+
+// The lane of `leaf` that frees first.
+double &Network::lane(std::vector<double> &lanes, int leaf) {
+  double *first = &lanes[size_t(leaf) * lanes_];
+  return *std::min_element(first, first + lanes_);
+}
+
+Network::Timing Network::transfer(int from, int to, int fromRes, int toRes, uint64_t bytes, double readyUs) {
+  if (topo_.nodeOf(from) == topo_.nodeOf(to)) {
+    double &port = memFree_[fromRes];
+    const double start = std::max(readyUs, port);
+    port = start + bytes / (model_.shm.gbps * 1e3);
+    return {port, port + model_.shm.latencyUs};
+  }
+  // Hop by hop, each no earlier than the one before: a message waits in
+  // the switch for a busy link instead of holding its sender's NIC, whose
+  // next message may leave meanwhile to another destination.
+  const double dur = model_.msgOverheadUs + bytes / (model_.nic.gbps * 1e3);
+  double &tx = txFree_[topo_.nicOf(fromRes)];
+  const double sent = std::max(readyUs, tx) + dur;
+  tx = sent;
+  double end = sent;
+  auto hop = [&](double &free) {
+    end = std::max(end - dur, free) + dur;
+    free = end;
+  };
+  const bool spine = topo_.leafOf(from) != topo_.leafOf(to);
+  if (spine) {
+    hop(lane(upFree_, topo_.leafOf(fromRes)));
+    hop(lane(downFree_, topo_.leafOf(toRes)));
+  }
+  hop(rxFree_[topo_.nicOf(toRes)]);
+  return {sent, end + model_.nic.latencyUs + (spine ? model_.spineLatencyUs : 0)};
+}
+
+}  // namespace strata::sim

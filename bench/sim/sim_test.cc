@@ -1,0 +1,170 @@
+// strata-sim against references that do not come from it: the ring's
+// alpha-beta closed form, a 2-rank exchange timed by hand, its own full play
+// (for the symmetry and the extrapolation it uses at scale), and the cost
+// model's pick against the simulated best.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "planner.h"
+#include "sweep.h"
+
+namespace strata::sim {
+namespace {
+
+// n ranks, one per node, all on one leaf: every hop is alpha + bytes/beta.
+Scenario uniform(int n) {
+  Scenario sc;
+  sc.topo = {n, 1, 1, n, 1.0};
+  sc.model.nic = {1.5, 25};
+  sc.model.msgOverheadUs = 0.1;
+  sc.model.reduceGBps = 10;
+  return sc;
+}
+
+// One slice on one channel (the buffer is at most a slot per rank): the
+// ring is 2(n-1) hops in a row, which is what the closed form counts.
+TEST(Sim, RingMatchesClosedFormWithoutPipelining) {
+  for (int n : {4, 16, 64}) {
+    const Scenario sc = uniform(n);
+    for (uint64_t bytes : {uint64_t(64) << 10, uint64_t(n) * sc.slotBytes}) {
+      const Outcome o = simulate(kRingAllreduce, sc, bytes);
+      ASSERT_TRUE(o.carried && !o.stuck);
+      EXPECT_EQ(o.nchannels, 1);
+      EXPECT_NEAR(o.timeUs / closedFormUs("ring", sc, bytes), 1.0, 0.03) << n << " ranks, " << bytes << " bytes";
+    }
+  }
+}
+
+// Recursive doubling on 2 ranks, 3 chunks each way, 2 slots per FIFO. Each
+// chunk: 1 us on the wire (4096 B at 4.096 GB/s), 2 us of latency, 2 us to
+// fold (4096 B at 2.048 GB/s). Both ranks alike:
+//   send 0  [0, 1]               arrives 3
+//   send 1  [1, 2]               arrives 4
+//   recv 0  max(2, 3) + 2 = 5    (frees the peer's slot 0)
+//   send 2  slot 0 free at 5: [5, 6], arrives 8
+//   recv 1  max(6, 4) + 2 = 8
+//   recv 2  max(8, 8) + 2 = 10
+TEST(Sim, TwoRanksByHand) {
+  Scenario sc;
+  sc.topo = {2, 1, 1, 2, 1.0};
+  sc.model.nic = {2.0, 4.096};
+  sc.model.msgOverheadUs = 0;
+  sc.model.reduceGBps = 2.048;
+  sc.slotBytes = 4096;
+  sc.nslots = 2;
+  sc.nchannels = 1;
+  const Layout layout = Layout::blocks(2, 2);
+  PlanSet plans;
+  buildPlans(kRecursiveDoubling, sc, layout, 0, 3 * 1024, 1, plans);
+  std::string shape;
+  for (const Step &s : plans[0].steps)
+    shape += s.prim == Prim::Send ? "S" : (s.prim == Prim::RecvReduceCopy ? "R" : "?");
+  ASSERT_EQ(shape, "SSRSRR");
+  const Outcome o = simulate(kRecursiveDoubling, sc, 3 * 4096);
+  EXPECT_NEAR(o.timeUs, 10.0, 1e-9);
+  // One slot per FIFO: each rank's second send waits for a receive that
+  // comes after it in the peer's plan. The player must see it stuck.
+  sc.nslots = 1;
+  EXPECT_TRUE(simulate(kRecursiveDoubling, sc, 3 * 4096).stuck);
+}
+
+// 256 ranks on 32 nodes, 4 nodes a leaf, a spine at 2:1: the leaf's 32
+// ranks played for all give the full play's time.
+Scenario cluster256() {
+  Scenario sc;
+  sc.topo = {32, 8, 1, 4, 2.0};
+  return sc;
+}
+
+TEST(Sim, LeafSymmetryMatchesFullPlay) {
+  const Scenario sc = cluster256();
+  const int n = sc.topo.nranks();
+  int symmetric = 0;
+  for (const AllreduceAlgorithm *a : allreduceAlgorithms()) {
+    for (uint64_t bytes : {uint64_t(4) << 10, uint64_t(4) << 20}) {
+      if (a->has(kOneSlot) && bytes > sc.slotBytes) continue;
+      const int nch = a->has(kOneSlot) ? 1 : PlanShape{0, n, sc.nchannels, sc.slotBytes, 4}.channelsFor(bytes);
+      const Symmetry sym = symmetryOf(*a, sc, bytes / 4, nch);
+      if (sym.kind == Symmetry::None) continue;
+      ++symmetric;
+      const Outcome leaf = simulateWith(*a, sc, bytes, sym);
+      const Outcome full = simulateWith(*a, sc, bytes, {});
+      ASSERT_FALSE(leaf.stuck || full.stuck) << a->name;
+      EXPECT_LT(leaf.steps * 4, full.steps) << a->name;
+      EXPECT_NEAR(leaf.timeUs / full.timeUs, 1.0, 0.01) << a->name << " " << bytes << " bytes";
+      std::printf(
+          "%-8s %8llu B: leaf %.2f us (%llu steps), full %.2f us (%llu "
+          "steps)\n",
+          a->name, (unsigned long long)bytes, leaf.timeUs, (unsigned long long)leaf.steps, full.timeUs,
+          (unsigned long long)full.steps);
+    }
+  }
+  // ring, hd and rd at 4 MiB at least.
+  EXPECT_GE(symmetric, 3);
+}
+
+// What the sweep extends linearly from two smaller plays, against the exact
+// play: the tree and the hierarchical algorithm (whose steps grow with the
+// size) at 64 MiB on 256 ranks.
+TEST(Sim, ExtrapolationMatchesExactPlay) {
+  Scenario sc = cluster256();
+  for (const AllreduceAlgorithm *a : {&kTreeAllreduce, &kHierarchicalAllreduce}) {
+    const uint64_t bytes = uint64_t(64) << 20;
+    sc.stepBudget = uint64_t(1) << 40;
+    const Outcome exact = simulate(*a, sc, bytes);
+    sc.stepBudget = exact.steps / 16;
+    const Outcome coarse = simulate(*a, sc, bytes);
+    ASSERT_NE(coarse.method.find("extrap"), std::string::npos) << a->name;
+    EXPECT_LT(coarse.steps * 4, exact.steps) << a->name;
+    EXPECT_NEAR(coarse.timeUs / exact.timeUs, 1.0, 0.05) << a->name;
+    std::printf(
+        "%-8s 64 MiB: extrapolated %.1f us (%llu steps), exact %.1f us "
+        "(%llu steps)\n",
+        a->name, coarse.timeUs, (unsigned long long)coarse.steps, exact.timeUs, (unsigned long long)exact.steps);
+  }
+}
+
+// The cost model's pick (Tuning) against the best the simulator finds among
+// the algorithms it may pick, on 64 ranks (8 nodes of 8) of the default
+// InfiniBand model. Where the pick is more than 10% slower it is listed in
+// knownWrong, as found: the test fails when a new one appears and when one
+// is fixed. All are the tree where recursive doubling or halving-doubling
+// is 1.9-8.5x faster: the model charges rd and hd a network latency per
+// crossing rank of a node in each round (pairwise.h's RoundCost: on TCP a
+// crossing's latency is work on the node, which queues), where on this
+// fabric only the NIC's 0.1 us per message queues; and it prices the tree
+// as fully pipelined, where its plan keeps about two chunks in flight per
+// channel (reduce chunk c+1, then broadcast chunk c, in order) and a lone
+// 256 KiB chunk crosses 14 shared-memory hops one whole chunk at a time.
+TEST(Sim, CostModelPickWithinTenPercent) {
+  Scenario sc;
+  sc.topo = {8, 8, 1, 16, 1.0};
+  const std::set<std::string> knownWrong = {"8:tree", "64:tree", "512:tree", "4096:tree", "32768:tree", "262144:tree"};
+  std::set<std::string> wrong;
+  for (int k = 3; k <= 24; k += 3) {
+    const uint64_t bytes = uint64_t(1) << k;
+    double bestUs = INFINITY, pickUs = NAN;
+    const AllreduceAlgorithm *pick = pickOf(sc, bytes);
+    ASSERT_NE(pick, nullptr);
+    std::string best;
+    for (const AllreduceAlgorithm *a : allreduceAlgorithms()) {
+      if (a->has(kReproducibleOnly) || (a->has(kUpToOneshotBytes) && bytes > sc.oneshotBytes)) continue;
+      const Outcome o = simulate(*a, sc, bytes);
+      if (!o.carried) continue;
+      if (o.timeUs < bestUs) bestUs = o.timeUs, best = a->name;
+      if (a == pick) pickUs = o.timeUs;
+    }
+    if (pickUs > 1.10 * bestUs) {
+      wrong.insert(std::to_string(bytes) + ":" + pick->name);
+      std::printf("pick wrong at %llu B: %s %.1f us, %s %.1f us (%.2fx)\n", (unsigned long long)bytes, pick->name,
+                  pickUs, best.c_str(), bestUs, pickUs / bestUs);
+    }
+  }
+  EXPECT_EQ(wrong, knownWrong);
+}
+
+}  // namespace
+}  // namespace strata::sim

@@ -1,0 +1,205 @@
+#include "sweep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "planner.h"
+#include "selection.h"
+
+namespace strata::sim {
+namespace {
+
+constexpr size_t kElem = 4;  // float32, as strata-perf and nccl-tests default to
+
+PlanShape shapeOf(const Scenario &sc, const Layout &layout, int rank) {
+  return PlanShape{rank, sc.topo.nranks(), sc.nchannels, sc.slotBytes, kElem, &layout};
+}
+
+// The channels the planner gives a forced algorithm for this count.
+int channelsOf(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &layout, uint64_t count) {
+  return algo.has(kOneSlot) ? 1 : shapeOf(sc, layout, 0).channelsFor(count * kElem);
+}
+
+// What a step costs in the play: its primitive, its size and its peers. Its
+// flags (operand order, where its input lives) and offsets do not count.
+bool sameStep(const Step &a, const Step &b, const std::function<int(int)> &g) {
+  auto peer = [&](int p) { return p < 0 ? p : g(p); };
+  return a.prim == b.prim && a.count == b.count && peer(a.recvPeer) == b.recvPeer && peer(a.sendPeer) == b.sendPeer;
+}
+
+// Whether the plan of g(r) is the plan of r carried by g, for sample ranks r
+// and symmetries g of the kind.
+bool holds(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &layout, uint64_t count, int nch,
+           Symmetry::Kind kind, int period) {
+  const int n = sc.topo.nranks();
+  if (kind == Symmetry::Xor && (n & (n - 1)) != 0) return false;
+  PlanSet a(nch), b(nch);
+  const int leaves = n / period;
+  for (int r : {0, period / 2 + 1, period - 1}) {
+    for (int k : {1, leaves / 2, leaves - 1}) {
+      const int c = k * period;
+      auto g = [&](int q) { return kind == Symmetry::Shift ? (q + c) % n : q ^ c; };
+      buildPlans(algo, sc, layout, r, count, nch, a);
+      buildPlans(algo, sc, layout, g(r), count, nch, b);
+      for (int ch = 0; ch < nch; ++ch) {
+        const auto &x = a[ch].steps;
+        const auto &y = b[ch].steps;
+        if (x.size() != y.size()) return false;
+        for (size_t i = 0; i < x.size(); ++i)
+          if (!sameStep(x[i], y[i], g)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+Outcome playAt(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &layout, uint64_t count, int nch,
+               Symmetry sym) {
+  std::vector<PlanSet> plans(sym.played(sc.topo.nranks()), PlanSet(nch));
+  for (int r = 0; r < static_cast<int>(plans.size()); ++r) buildPlans(algo, sc, layout, r, count, nch, plans[r]);
+  const PlayResult p = play(sc.topo, sc.model, sc.nslots, kElem, plans, sym);
+  Outcome o;
+  o.carried = true;
+  o.timeUs = p.timeUs;
+  o.nchannels = nch;
+  o.method = sym.kind == Symmetry::None ? "full" : "leaf";
+  o.steps = p.steps;
+  o.stuck = p.stuck;
+  return o;
+}
+
+// Steps a play of this count would run: the mean of 8 ranks' (one
+// rank may hold most of them, as the ordered algorithm's owner of the only
+// block of a small buffer), times the ranks played.
+uint64_t stepsOf(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &layout, uint64_t count, int nch,
+                 Symmetry sym) {
+  const int n = sc.topo.nranks();
+  PlanSet plans(nch);
+  uint64_t steps = 0;
+  const int played = sym.played(n), samples = std::min(8, played);
+  for (int i = 0; i < samples; ++i) {
+    buildPlans(algo, sc, layout, i * (played / samples) + i % (played / samples), count, nch, plans);
+    for (const auto &p : plans) steps += p.steps.size();
+  }
+  return steps * played / samples;
+}
+
+Symmetry symmetryAt(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &layout, uint64_t count, int nch) {
+  const Topology &t = sc.topo;
+  const int period = t.nodesPerLeaf * t.ranksPerNode;
+  if (t.nodes % t.nodesPerLeaf != 0 || t.nodes <= t.nodesPerLeaf) return {};
+  for (Symmetry::Kind kind : {Symmetry::Shift, Symmetry::Xor})
+    if (holds(algo, sc, layout, count, nch, kind, period)) return {kind, period};
+  return {};
+}
+
+}  // namespace
+
+void buildPlans(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &layout, int rank, uint64_t count,
+                int nchannels, PlanSet &plans) {
+  static float in, out;
+  CollCall call{};
+  call.coll = Coll::Allreduce;
+  call.sendbuf = &in;
+  call.recvbuf = &out;
+  call.count = count;
+  call.datatype = STRATA_FLOAT32;
+  call.op = STRATA_SUM;
+  call.pick.algo = &algo;
+  call.pick.nchannels = algo.has(kOneSlot) ? 0 : nchannels;
+  // Forced picks skip the tuning; an empty one satisfies the signature.
+  static const Tuning none;
+  Planner planner;
+  PlanChoice choice;
+  plans.resize(nchannels);
+  const Status st = planner.plan(call, shapeOf(sc, layout, rank), none, plans, &choice);
+  if (!st.isOk()) plans.assign(nchannels, {});
+}
+
+Symmetry symmetryOf(const AllreduceAlgorithm &algo, const Scenario &sc, uint64_t count, int nchannels) {
+  const Layout layout = Layout::blocks(sc.topo.nranks(), sc.topo.nodes);
+  return symmetryAt(algo, sc, layout, count, nchannels);
+}
+
+Outcome simulateWith(const AllreduceAlgorithm &algo, const Scenario &sc, uint64_t bytes, Symmetry sym) {
+  const Layout layout = Layout::blocks(sc.topo.nranks(), sc.topo.nodes);
+  const uint64_t count = bytes / kElem;
+  if (algo.has(kOneSlot) && bytes > sc.slotBytes) return {};
+  return playAt(algo, sc, layout, count, channelsOf(algo, sc, layout, count), sym);
+}
+
+Outcome simulate(const AllreduceAlgorithm &algo, const Scenario &sc, uint64_t bytes) {
+  const Layout layout = Layout::blocks(sc.topo.nranks(), sc.topo.nodes);
+  const uint64_t count = bytes / kElem;
+  if (algo.has(kOneSlot) && bytes > sc.slotBytes) return {};
+  const int nch = channelsOf(algo, sc, layout, count);
+  Symmetry sym = symmetryAt(algo, sc, layout, count, nch);
+  const uint64_t steps = stepsOf(algo, sc, layout, count, nch, sym);
+  if (steps <= sc.stepBudget) return playAt(algo, sc, layout, count, nch, sym);
+  // Halve until a play fits, keeping the channels of the real count, while
+  // halving still shrinks the plans: the ring's 2(n-1) steps a slice, or the
+  // ordered algorithm's n-1 sends a block, stay whatever the count.
+  const uint64_t floor = 2 * shapeOf(sc, layout, 0).alignElems();
+  uint64_t c2 = count, steps2 = steps;
+  while (steps2 > sc.stepBudget && c2 / 2 >= floor) {
+    const Symmetry s = symmetryAt(algo, sc, layout, c2 / 2, nch);
+    const uint64_t fewer = stepsOf(algo, sc, layout, c2 / 2, nch, s);
+    if (fewer * 4 > steps2 * 3) break;
+    c2 /= 2, steps2 = fewer, sym = s;
+  }
+  const uint64_t c1 = c2 / 2;
+  const Symmetry sym1 = symmetryAt(algo, sc, layout, c1, nch);
+  // Two plays at c2 and c1 cost more than one at count: play it as it is,
+  // unless that is beyond what memory holds (a step is 40 bytes).
+  if (c2 == count || stepsOf(algo, sc, layout, c1, nch, sym1) > 2 * steps2) {
+    if (steps > 16 * sc.stepBudget) return {false, 0, nch, "too large", 0, false};
+    return playAt(algo, sc, layout, count, nch, symmetryAt(algo, sc, layout, count, nch));
+  }
+  Outcome hi = playAt(algo, sc, layout, c2, nch, sym);
+  const Outcome lo = playAt(algo, sc, layout, c1, nch, sym1);
+  const double perElem = (hi.timeUs - lo.timeUs) / double(c2 - c1);
+  hi.timeUs += perElem * double(count - c2);
+  hi.method += "+extrap";
+  hi.steps += lo.steps;
+  hi.stuck = hi.stuck || lo.stuck;
+  return hi;
+}
+
+CostModel costModelOf(const NetModel &m) {
+  return CostModel{{m.shm.latencyUs, m.shm.gbps}, {m.nic.latencyUs + m.msgOverheadUs, m.nic.gbps}};
+}
+
+const AllreduceAlgorithm *pickOf(const Scenario &sc, uint64_t bytes) {
+  const Layout layout = Layout::blocks(sc.topo.nranks(), sc.topo.nodes);
+  const PlanShape shape = shapeOf(sc, layout, 0);
+  Tuning tuning;
+  if (!Tuning::create("", sc.oneshotBytes, costModelOf(sc.model), shape, false, &tuning).isOk()) return nullptr;
+  AllreduceChoice choice;
+  if (!tuning.chooseAllreduce(shape, bytes / kElem, &choice).isOk()) return nullptr;
+  return choice.algo;
+}
+
+double modelUs(const Scenario &sc, const AllreduceAlgorithm &algo, uint64_t bytes) {
+  const Layout layout = Layout::blocks(sc.topo.nranks(), sc.topo.nodes);
+  return estimateUs(costModelOf(sc.model), algo, shapeOf(sc, layout, 0), bytes, sc.oneshotBytes);
+}
+
+double closedFormUs(const std::string &algo, const Scenario &sc, uint64_t bytes) {
+  const double n = sc.topo.nranks();
+  const double alpha = sc.model.nic.latencyUs + sc.model.msgOverheadUs;
+  const double beta = sc.model.nic.gbps * 1e3;  // bytes per us
+  const double gamma = sc.model.reduceGBps * 1e3;
+  const double s = static_cast<double>(bytes);
+  const double lg = std::log2(n);
+  if (algo == "ring") return 2 * (n - 1) * (alpha + s / (n * beta)) + (n - 1) / n * s / gamma;
+  if (algo == "rd") return lg * (alpha + s / beta + s / gamma);
+  if (algo == "hd") return 2 * lg * alpha + 2 * (n - 1) / n * s / beta + (n - 1) / n * s / gamma;
+  // A pipelined binary tree: a chunk climbs log2(n) levels and comes back;
+  // an inner rank takes the buffer from two children and gives it to them.
+  if (algo == "tree") return 2 * lg * alpha + 2 * s / beta + 2 * s / gamma;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace strata::sim
