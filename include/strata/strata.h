@@ -292,7 +292,7 @@ STRATA_API strata_result_t strata_comm_peer_transport(strata_comm_t comm, int pe
  * "reduce", "allgather", "reduce_scatter" or "alltoall") on `count` elements
  * of `datatype` (per rank for allgather, reduce_scatter and alltoall): its
  * name ("ring", "oneshot", "rd", "hd", "tree", "hier", "ordered", "direct",
- * "chain", "pairwise"), at most 15 characters, written NUL-terminated into name (len
+ * "chain", "pairwise", "bruck"), at most 15 characters, written NUL-terminated into name (len
  * bytes), and, when nchannels is not NULL, the channels it would use. Local:
  * every rank gets the same answer without communicating. */
 STRATA_API strata_result_t strata_comm_algorithm(strata_comm_t comm, const char* collective, size_t count,
@@ -468,7 +468,8 @@ typedef struct {
    * algorithm: for allreduce, one of strata-info --algorithms (in
    * reproducible mode, one that folds in rank order); for broadcast, reduce
    * and reduce_scatter "direct" (one hop to or from every rank) or
-   * "pipelined" (chains and rings); for allgather and alltoall "pairwise".
+   * "pipelined" (chains and rings); for allgather "pairwise" (one hop to
+   * every peer) or "bruck" (ceil(log2 n) rounds); for alltoall "pairwise".
    * channels: 1 to the communicator's channel count (STRATA_NCHANNELS).
    * chunk_bytes: the most a pipelined step moves, a multiple of 64 from 4096
    * to STRATA_SLOT_BYTES. Calls with a choice run on host memory (GPU

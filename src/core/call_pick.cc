@@ -44,6 +44,12 @@ Status makePick(Coll coll, const char* algorithm, int channels, size_t chunkByte
     pick->direct = name == "direct" ? 1 : 0;
     return Status::ok();
   }
+  if (coll == Coll::Allgather) {
+    if (name != "pairwise" && name != "bruck")
+      return STRATA_INVALID_ARG("%salgorithm='%s' is not one of allgather's: pairwise, bruck", prefix, name.c_str());
+    pick->bruck = name == "bruck" ? 1 : 0;
+    return Status::ok();
+  }
   if (name != "pairwise")
     return STRATA_INVALID_ARG("%salgorithm='%s': %s has one algorithm, pairwise", prefix, name.c_str(),
                               collName(coll));

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "cost_model.h"
 #include "op_desc.h"
+#include "params.h"
 #include "selection.h"
 #include "status.h"
 
@@ -70,6 +71,13 @@ Status Comm::explain(const CollCall& call, std::string* json) const {
     candidates = formatText("{\"algorithm\":\"direct\",\"estimate_us\":null,\"considered\":true},"
                             "{\"algorithm\":%s,\"estimate_us\":null,\"considered\":true}",
                             quoted(pipelined).c_str());
+  } else if (call.coll == Coll::Allgather) {
+    decided = !params::allgatherAlgo().empty()
+                  ? "STRATA_ALLGATHER_ALGO=" + params::allgatherAlgo()
+                  : std::string("cost model (Bruck's rounds where they rate below one hop to every peer: many ranks "
+                                "across nodes, small blocks)");
+    candidates = "{\"algorithm\":\"pairwise\",\"estimate_us\":null,\"considered\":true},"
+                 "{\"algorithm\":\"bruck\",\"estimate_us\":null,\"considered\":true}";
   } else {
     decided = "the only algorithm for this collective";
     candidates = formatText("{\"algorithm\":%s,\"estimate_us\":null,\"considered\":true}", quoted(choice.algo).c_str());

@@ -250,6 +250,14 @@ void perCall(int rank, int nranks, const strata_unique_id_t& id, Reporter& r, co
     return;
   for (size_t i = 0; i < count; ++i)
     if (out[i] != float(2 * (i % 1000))) return r.fail("broadcast: out[%zu]=%g", i, out[i]);
+  // 1000 elements per rank: a block on one host, where the model keeps one hop.
+  o.algorithm = "bruck";
+  want.push_back("bruck on");
+  if (!r.ok(strata_allgather_ex(in.data(), out.data(), 1000, STRATA_FLOAT32, comm, &o), comm, "allgather, bruck"))
+    return;
+  for (int p = 0; p < nranks; ++p)
+    for (size_t i = 0; i < 1000; ++i)
+      if (out[p * 1000 + i] != float((p + 1) * i)) return r.fail("allgather: out[%d][%zu]=%g", p, i, out[p * 1000 + i]);
 
   struct Bad {
     const char* algorithm;
@@ -274,6 +282,9 @@ void perCall(int rank, int nranks, const strata_unique_id_t& id, Reporter& r, co
   o.algorithm = "ring";
   if (strata_broadcast_ex(in.data(), out.data(), count, STRATA_FLOAT32, 0, comm, &o) != STRATA_ERR_INVALID_ARGUMENT)
     r.fail("broadcast took algorithm 'ring'");
+  if (strata_allgather_ex(in.data(), out.data(), 1000, STRATA_FLOAT32, comm, &o) != STRATA_ERR_INVALID_ARGUMENT ||
+      !std::strstr(strata_comm_last_error(comm), "allgather's: pairwise, bruck"))
+    r.fail("allgather with algorithm 'ring': %s", strata_comm_last_error(comm));
   // The refused calls took no sequence number: the ranks are still in step.
   if (!r.ok(strata_allreduce(in.data(), out.data(), count, STRATA_FLOAT32, STRATA_SUM, comm), comm, "after refusals"))
     return;
