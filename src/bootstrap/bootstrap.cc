@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "bootstrap_tree.h"
 #include "clock.h"
@@ -121,13 +122,12 @@ Status Bootstrap::runRoot(int listenFd) {
     const double hostDeadline = std::min(deadline, nowSeconds() + security::Gate::kUnprovenSeconds);
     std::unique_ptr<security::TlsSession> tls;
     Status got = startTls(a.fd, false, "rank " + std::to_string(c.rank) + " at " + a.from, hostDeadline, &tls);
-    struct {
-      topo::HostInfo host;
-      sockets::ListenRecord tree;  // where its children reach it
-    } joinInfo;
-    if (got.isOk())
-      got = tls ? tls->recvAll(&joinInfo, sizeof(joinInfo), hostDeadline)
-                : net::recvAll(a.fd, &joinInfo, sizeof(joinInfo), hostDeadline, a.from.c_str());
+    // Its host, then where its children reach it: two records, as it sent them.
+    topo::HostInfo host;
+    sockets::ListenRecord tree;
+    for (auto [data, bytes] : {std::pair<void*, size_t>{&host, sizeof(host)}, {&tree, sizeof(tree)}})
+      if (got.isOk())
+        got = tls ? tls->recvAll(data, bytes, hostDeadline) : net::recvAll(a.fd, data, bytes, hostDeadline, a.from.c_str());
     ReplyStatus why = c.count != nranks_                ? kWrongSize
                       : c.rank < 1 || c.rank >= nranks_ ? kBadRank
                       : fds_[c.rank] >= 0               ? kDuplicateRank
@@ -150,9 +150,9 @@ Status Bootstrap::runRoot(int listenFd) {
     }
     fds_[c.rank] = a.fd;
     tls_[c.rank] = std::move(tls);
-    hosts_[c.rank] = joinInfo.host;
+    hosts_[c.rank] = host;
     topo::sanitizeWire(&hosts_[c.rank]);
-    treeAddrs[c.rank] = joinInfo.tree;
+    treeAddrs[c.rank] = tree;
     ++joined;
     STRATA_TRACE(BOOT, "rank %d joined from %s", c.rank, a.from.c_str());
   }
