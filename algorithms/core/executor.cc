@@ -111,7 +111,8 @@ Advance PlanExecutor::advance(const ChannelPlan& plan, size_t* cursor, const OpC
 InputGate* PlanExecutor::closedGate(const Step& step, const OpContext& ctx) {
   InputGate* gate = ctx.messages ? ctx.messages[step.msg].gate : ctx.gate;
   if (!gate) return nullptr;
-  const bool readsInput = !(step.flags & kInFromOutput) && step.prim != Prim::Recv && step.prim != Prim::RecvCopySend;
+  const bool readsInput =
+      !(step.flags & (kInFromOutput | kInFromScratch)) && step.prim != Prim::Recv && step.prim != Prim::RecvCopySend;
   return gate->ready(readsInput ? (step.inOffset + step.count) * ctx.elemSize : 0) ? nullptr : gate;
 }
 
@@ -122,6 +123,10 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
   if (msg.gate && closedGate(step, ctx)) return StepResult::NotReady;
   const char* in = (step.flags & kInFromOutput ? msg.output : msg.input) + step.inOffset * ctx.elemSize;
   char* out = msg.output + step.outOffset * ctx.elemSize;
+  if (__builtin_expect(step.flags & kScratch, 0)) {
+    if (step.flags & kInFromScratch) in = ctx.scratch + step.inOffset * ctx.elemSize;
+    if (step.flags & kOutToScratch) out = ctx.scratch + step.outOffset * ctx.elemSize;
+  }
 
   if (step.prim == Prim::Copy) {
     if (in != out) ctx.copy(out, in, bytes, ctx.ntOutput);

@@ -74,6 +74,11 @@ struct OpContext {
   // A stream-ordered operation's input arrives over time (input_gate.h);
   // null for host-ordered calls, whose input is all there.
   InputGate* gate = nullptr;
+  // Elements the plan keeps between its rounds (kInFromScratch,
+  // kOutToScratch): host memory the communicator allocates once per cached
+  // plan (PlanChoice::scratchElems), its channels' parts disjoint, so the
+  // operations of one plan, which a channel runs one after another, share it.
+  char* scratch = nullptr;
 
   Message message(const Step& step) const {
     return messages ? messages[step.msg] : Message{input, output, tag, gate};

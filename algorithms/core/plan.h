@@ -40,12 +40,15 @@ struct Step {
 };
 
 // Modifiers of a step, for algorithms in several phases that keep partial
-// results in the output between phases.
+// results in the output, or in the operation's scratch region, between phases.
 enum StepFlags : uint8_t {
   kInFromOutput = 1,  // `in` is the message's output, not its input
   kPartial = 2,       // a reduced result that is not final: no finishing (avg's division)
   kOwnFirst = 4,      // reduce as `in op slot` rather than `slot op in`, so two ranks
                       // folding each other's values evaluate the same expression
+  kInFromScratch = 8,   // `in` is OpContext::scratch at inOffset (host memory only)
+  kOutToScratch = 16,   // `out` is OpContext::scratch at outOffset (host memory only)
+  kScratch = kInFromScratch | kOutToScratch,
 };
 
 struct ChannelPlan {

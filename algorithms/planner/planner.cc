@@ -47,12 +47,24 @@ Status Planner::choose(const CollCall& call, const PlanShape& commShape, const T
       *choice = {c.algo->name, c.nchannels, c.algo->inputStable(call.sendbuf == call.recvbuf), c.algo, false};
       return Status::ok();
     }
-    case Coll::Broadcast:
-    case Coll::Reduce:
     case Coll::ReduceScatter: {
+      // Bruck's partial sums live in host scratch: device memory keeps the
+      // ring and the direct form. A caller's direct or pipelined pick is
+      // one of those two.
+      const bool host = call.memory == MemoryType::Host;
+      const bool bruck = host && pick.direct < 0 &&
+                         (pick.bruck >= 0 ? pick.bruck == 1 : tuning.useBruckReduceScatter(bytes));
+      const bool direct = !bruck && (pick.direct >= 0 ? pick.direct == 1 : tuning.useDirectReduceScatter(bytes));
+      *choice = {bruck ? "bruck" : direct ? "direct" : "ring", channels(shape.channelsFor(bytes * n))};
+      choice->direct = direct;
+      choice->bruck = bruck;
+      if (bruck) choice->scratchElems = bruckReduceScatterScratch(n, call.count);
+      return Status::ok();
+    }
+    case Coll::Broadcast:
+    case Coll::Reduce: {
       const bool direct = pick.direct >= 0 ? pick.direct == 1 : tuning.useDirect(bytes);
-      *choice = {direct ? "direct" : (call.coll == Coll::ReduceScatter ? "ring" : "chain"),
-                 channels(shape.channelsFor(bytes * n))};
+      *choice = {direct ? "direct" : "chain", channels(shape.channelsFor(bytes * n))};
       choice->direct = direct;
       return Status::ok();
     }
@@ -92,7 +104,8 @@ Status Planner::plan(const CollCall& call, const PlanShape& commShape, const Tun
       buildReduce(shape, call.count, call.root, choice->direct, nch, plans);
       break;
     case Coll::ReduceScatter:
-      buildReduceScatter(shape, call.count, choice->direct, nch, plans);
+      if (choice->bruck) buildBruckReduceScatter(shape, call.count, nch, plans);
+      else buildReduceScatter(shape, call.count, choice->direct, nch, plans);
       break;
     case Coll::Allgather:
       if (choice->bruck) {

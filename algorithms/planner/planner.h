@@ -1,6 +1,8 @@
 // From a validated collective call to per-channel plans: picks the algorithm
 // (allreduce: the tuning's cost-model table; allgather: one hop to every
-// peer, or Bruck's log2 n rounds where the model rates them cheaper; other
+// peer, or Bruck's log2 n rounds where the model rates them cheaper;
+// reduce_scatter: Bruck's rounds backwards where the model rates them below
+// both the ring and the direct form, on host memory; other
 // collectives: direct one-hop for small buffers, rings and chains for large
 // ones) and the number of channels, then builds.
 #pragma once
@@ -24,7 +26,8 @@ struct CallPick {
   int direct = -1;         // broadcast, reduce, reduce_scatter: 1 direct, 0 pipelined
   int nchannels = 0;       // at most the communicator's
   uint64_t chunkBytes = 0;  // bytes a slot carries, at most the communicator's slot
-  int bruck = -1;          // allgather: 1 Bruck's rounds, 0 one hop to every peer (pairwise)
+  int bruck = -1;          // allgather: 1 Bruck's rounds, 0 one hop to every peer (pairwise);
+                           // reduce_scatter (host memory): 1 Bruck's rounds, 0 not (direct says which)
 
   bool any() const { return algo || direct >= 0 || bruck >= 0 || nchannels || chunkBytes; }
   bool operator==(const CallPick& o) const {
@@ -58,7 +61,10 @@ struct PlanChoice {
   bool inputStable = true;
   const AllreduceAlgorithm* allreduce = nullptr;  // allreduce and barrier
   bool direct = false;  // broadcast, reduce, reduce_scatter: one hop to or from every rank
-  bool bruck = false;   // allgather: Bruck's rounds (bruck.cc), not one hop to every peer
+  bool bruck = false;   // allgather, reduce_scatter: Bruck's rounds (bruck.cc), forwards or backwards
+  // Elements of host memory the plans keep partial results in
+  // (OpContext::scratch), allocated once with them; 0 for most plans.
+  uint64_t scratchElems = 0;
 };
 
 class Planner {

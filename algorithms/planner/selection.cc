@@ -6,6 +6,7 @@
 
 #include "exchange.h"
 #include "params.h"
+#include "reduce_scatter.h"
 
 namespace strata {
 
@@ -67,6 +68,28 @@ Status Tuning::create(const std::string& forcedAlgo, size_t oneshotBytes, const 
     t.bruckAllgatherByLog2_[k] =
         allgather.empty() ? bruckAllgatherUs(view, bytes) < pairwiseAllgatherUs(view, bytes) : allgather == "bruck";
   }
+  const std::string rs = params::reduceScatterAlgo();
+  if (!rs.empty() && rs != "ring" && rs != "direct" && rs != "bruck")
+    return makeErrorQuiet(STRATA_ERR_INVALID_ARGUMENT,
+                          "STRATA_REDUCE_SCATTER_ALGO='%s' is not a reduce_scatter algorithm (ring, direct, bruck)",
+                          rs.c_str());
+  if (reproducible && !rs.empty() && rs != "direct")
+    return makeErrorQuiet(STRATA_ERR_INVALID_ARGUMENT,
+                          "STRATA_REDUCE_SCATTER_ALGO=%s does not fold every rank's input in rank order, so its "
+                          "results would depend on it; with STRATA_REPRODUCIBLE=1 force direct, or none",
+                          rs.c_str());
+  if (rs == "ring" || rs == "direct") t.reduceScatterDirect_ = rs == "direct";
+  // A forced allreduce algorithm that forces a form of reduce_scatter, and
+  // reproducible mode, leave Bruck's out.
+  const bool formForced =
+      reproducible || (t.forced_ && (t.forced_->has(kForcesDirect) || t.forced_->has(kForcesPipelined)));
+  for (int k = 0; k < kBuckets; ++k) {
+    const double bytes = static_cast<double>(uint64_t(1) << k);
+    t.bruckReduceScatterByLog2_[k] =
+        !formForced && (rs.empty() ? bruckReduceScatterUs(view, bytes) <
+                                         std::min(ringReduceScatterUs(view, bytes), directReduceScatterUs(view, bytes))
+                                   : rs == "bruck");
+  }
   *out = t;
   return Status::ok();
 }
@@ -101,6 +124,18 @@ bool Tuning::useDirect(uint64_t bytes) const {
 bool Tuning::useBruckAllgather(uint64_t blockBytes) const {
   const int k = blockBytes <= 1 ? 0 : 64 - __builtin_clzll(blockBytes - 1);
   return bruckAllgatherByLog2_[std::min(k, kBuckets - 1)];
+}
+
+bool Tuning::useBruckReduceScatter(uint64_t blockBytes) const {
+  const int k = blockBytes <= 1 ? 0 : 64 - __builtin_clzll(blockBytes - 1);
+  return bruckReduceScatterByLog2_[std::min(k, kBuckets - 1)];
+}
+
+bool Tuning::useDirectReduceScatter(uint64_t blockBytes) const {
+  const bool formForced =
+      reproducible_ || (forced_ && (forced_->has(kForcesDirect) || forced_->has(kForcesPipelined)));
+  if (!formForced && reduceScatterDirect_ >= 0) return reduceScatterDirect_ == 1;
+  return useDirect(blockBytes);
 }
 
 std::string Tuning::describe() const {

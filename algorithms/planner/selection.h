@@ -2,7 +2,8 @@
 // registered algorithm's cost (cost_model.h) on the communicator's layout,
 // evaluated once per power-of-two size when the communicator is created, so
 // a call only looks its size up. STRATA_ALGO forces one algorithm instead.
-// Allgather's choice between one hop and Bruck's rounds is a table alike.
+// Allgather's choice between one hop and Bruck's rounds is a table alike,
+// and so is reduce-scatter's between Bruck's rounds and the other two.
 #pragma once
 
 #include <array>
@@ -52,6 +53,16 @@ class Tuning {
   // rates them cheaper (many ranks across nodes, small blocks), or as
   // STRATA_ALLGATHER_ALGO forces.
   bool useBruckAllgather(uint64_t blockBytes) const;
+  // Reduce-scatter of `blockBytes` per rank on host memory: Bruck's rounds
+  // backwards (reduce_scatter/bruck.cc) where the cost model rates them
+  // below both the ring and the direct form (many ranks across nodes, small
+  // blocks), or as STRATA_REDUCE_SCATTER_ALGO forces; never in
+  // reproducible mode, nor where a forced allreduce algorithm forces the
+  // direct or the pipelined form.
+  bool useBruckReduceScatter(uint64_t blockBytes) const;
+  // Otherwise its direct form rather than the ring: useDirect's rule,
+  // unless STRATA_REDUCE_SCATTER_ALGO forces one of them.
+  bool useDirectReduceScatter(uint64_t blockBytes) const;
   bool reproducible() const { return reproducible_; }
   const AllreduceAlgorithm* forced() const { return forced_; }  // STRATA_ALGO's, or null
   const char* forcedBy() const { return forcedBy_; }
@@ -67,6 +78,8 @@ class Tuning {
   size_t oneshotBytes_ = 0;
   std::array<const AllreduceAlgorithm*, kBuckets> byLog2_{};  // by ceil(log2(bytes))
   std::array<bool, kBuckets> bruckAllgatherByLog2_{};          // by ceil(log2(block bytes))
+  std::array<bool, kBuckets> bruckReduceScatterByLog2_{};      // by ceil(log2(block bytes))
+  int reduceScatterDirect_ = -1;  // STRATA_REDUCE_SCATTER_ALGO=direct: 1, ring: 0
 };
 
 }  // namespace strata

@@ -396,12 +396,21 @@ Status Comm::build(const CollCall& call, PlannedCall* planned) {
   const bool device = call.memory == MemoryType::Device;
   PlanShape shape = device ? deviceShape_ : shape_;
   shape.elemSize = elemSize;
-  auto plans = std::make_shared<PlanSet>(shape_.nchannels);
-  STRATA_CHECK(planner_.plan(call, shape, device ? deviceTuning_ : tuning_, *plans, &planned->choice));
-  planned->plans = std::move(plans);
+  // The scratch region lives with the plans it serves: a queued operation
+  // holds them, so an entry the cache replaces meanwhile keeps both.
+  struct PlansAndScratch {
+    PlanSet plans;
+    std::vector<char> scratch;
+  };
+  auto owned = std::make_shared<PlansAndScratch>();
+  owned->plans.resize(shape_.nchannels);
+  STRATA_CHECK(planner_.plan(call, shape, device ? deviceTuning_ : tuning_, owned->plans, &planned->choice));
+  owned->scratch.resize(planned->choice.scratchElems * elemSize);
+  planned->plans = std::shared_ptr<const PlanSet>(owned, &owned->plans);
 
   OpContext& ctx = planned->ctx;
   ctx = OpContext{};
+  ctx.scratch = owned->scratch.data();
   ctx.datatype = call.datatype;
   ctx.op = call.op;
   ctx.elemSize = elemSize;

@@ -4,7 +4,8 @@
 // computed independently (exact integers, or double for floats whose inputs
 // make every partial sum exact), and bitwise agreement between ranks where
 // rounding makes the result depend on the order of the sums. Then Bruck's
-// allgather on 1..17 ranks, and where the planner picks it.
+// allgather and its reduce-scatter on 1..17 ranks, and where the planner
+// picks them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "op_desc.h"
 #include "params.h"
 #include "planner.h"
+#include "reduce_scatter.h"
 #include "selection.h"
 
 namespace strata {
@@ -74,7 +76,8 @@ using BuildFn = std::function<int(const PlanShape&, std::vector<ChannelPlan>&)>;
 std::vector<Status> runPlans(int n, int channels, const BuildFn& build, uint64_t desc, strata_datatype_t dt,
                              strata_op_t op, const std::vector<const char*>& inputs,
                              const std::vector<char*>& outputs, uint64_t descOverride = 0,
-                             const Layout* layout = nullptr, size_t slotBytes = kSlotBytes, int nslots = kSlots) {
+                             const Layout* layout = nullptr, size_t slotBytes = kSlotBytes, int nslots = kSlots,
+                             const std::vector<char*>& scratch = {}) {
   Mesh mesh(n, channels, nslots);
   std::vector<Status> results(n);
   std::vector<std::thread> threads;
@@ -95,6 +98,7 @@ std::vector<Status> runPlans(int n, int channels, const BuildFn& build, uint64_t
       ctx.tag = SlotTag{1, (descOverride && r == 0) ? descOverride : desc};
       ctx.reduceFn = kernels::kernel(dt, op, kernels::Isa::Portable);
       ctx.ntOutput = false;
+      ctx.scratch = scratch.empty() ? nullptr : scratch[r];
       std::vector<PlanExecutor> execs(used);
       std::vector<size_t> cursors(used, 0);
       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -711,6 +715,243 @@ TEST(BruckAllgather, ChosenWhereTheModelSaysAndWhenForced) {
   EXPECT_NE(bad.message().find("STRATA_ALLGATHER_ALGO='bogus'"), std::string::npos) << bad.message();
   ASSERT_TRUE(Tuning::create("", 16384, model, small, false, &t).isOk());
   EXPECT_FALSE(t.useBruckAllgather(8));
+}
+
+
+// Bruck's reduce-scatter (reduce_scatter/bruck.cc) on n threads, each rank
+// with the scratch region its plan declares and a guard past it: rank r's
+// output must be op over every rank's block r, computed here in double from
+// inputs whose every partial sum is exact, so any fold order gives the
+// reference; avg divides once (twice, or never, would show). Nothing past
+// the output or the scratch may change.
+template <typename T>
+void checkBruckReduceScatter(int n, int channels, uint64_t count, bool inPlace, strata_op_t op, size_t slotBytes,
+                             int nslots = kSlots, const Layout* layout = nullptr) {
+  const size_t bytes = count * sizeof(T);
+  const double scale = std::is_floating_point<T>::value ? 0.25 : 1.0;
+  const size_t scratchBytes = bruckReduceScatterScratch(n, count) * sizeof(T);
+  constexpr size_t kGuard = 64;
+  std::vector<std::vector<char>> in(n, std::vector<char>(n * bytes)), out(n, std::vector<char>(bytes + 8, 0x5a));
+  std::vector<std::vector<char>> scratch(n, std::vector<char>(scratchBytes + kGuard, 0x5a));
+  std::vector<const char*> inPtr(n);
+  std::vector<char*> outPtr(n), scratchPtr(n);
+  for (int r = 0; r < n; ++r) {
+    for (uint64_t i = 0; i < n * count; ++i)
+      reinterpret_cast<T*>(in[r].data())[i] = static_cast<T>(inputValue(r, i, op) * scale);
+    inPtr[r] = in[r].data();
+    outPtr[r] = inPlace ? in[r].data() + r * bytes : out[r].data();
+    scratchPtr[r] = scratch[r].data();
+  }
+  auto build = [&](const PlanShape& shape, std::vector<ChannelPlan>& plans) {
+    buildBruckReduceScatter(shape, count, channels, plans);
+    return channels;
+  };
+  const strata_datatype_t dt = std::is_floating_point<T>::value ? (sizeof(T) == 4 ? STRATA_FLOAT32 : STRATA_FLOAT64)
+                                                                  : STRATA_INT32;
+  const std::string what = "n=" + std::to_string(n) + " channels=" + std::to_string(channels) + " count=" +
+                           std::to_string(count) + " op=" + std::to_string(op) + " slot=" + std::to_string(slotBytes) +
+                           " nslots=" + std::to_string(nslots) + (inPlace ? " in place" : "") +
+                           (layout ? " (layout)" : "");
+  auto results = runPlans(n, channels, build, OpDesc{Coll::ReduceScatter, dt, op, count}.pack(), dt, op, inPtr,
+                          outPtr, 0, layout, slotBytes, nslots, scratchPtr);
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(results[r].isOk()) << what << ": rank " << r << ": " << results[r].message();
+  for (int r = 0; r < n; ++r) {
+    for (uint64_t e = 0; e < count; ++e) {
+      const uint64_t i = uint64_t(r) * count + e;
+      double acc = inputValue(0, i, op) * scale;
+      for (int p = 1; p < n; ++p) {
+        const double v = inputValue(p, i, op) * scale;
+        acc = op == STRATA_MAX ? std::max(acc, v) : acc + v;
+      }
+      if (op == STRATA_AVG) acc = std::is_floating_point<T>::value ? acc / n : std::trunc(acc / n);
+      ASSERT_EQ(reinterpret_cast<const T*>(outPtr[r])[e], static_cast<T>(acc)) << what << ": rank " << r << " element " << e;
+    }
+    if (!inPlace)
+      for (size_t b = bytes; b < out[r].size(); ++b) ASSERT_EQ(out[r][b], 0x5a) << what << ": rank " << r;
+    for (size_t b = scratchBytes; b < scratch[r].size(); ++b)
+      ASSERT_EQ(scratch[r][b], 0x5a) << what << ": rank " << r << " wrote past its scratch";
+  }
+}
+
+TEST(BruckReduceScatter, MatchesTheReferenceOnAnyRankCount) {
+  for (int n = 1; n <= 17; ++n) {
+    const int channels = 1 + n % 3;
+    // 256-byte slots: 64 floats or 32 doubles a piece, so blocks pipeline.
+    for (uint64_t count : {uint64_t(1), uint64_t(63), uint64_t(65), uint64_t(1000)})
+      for (bool inPlace : {false, true}) {
+        checkBruckReduceScatter<float>(n, channels, count, inPlace, STRATA_SUM, 256);
+        if (HasFatalFailure()) return;
+      }
+    checkBruckReduceScatter<int32_t>(n, 3, 777, false, STRATA_MAX, 256);
+    checkBruckReduceScatter<float>(n, 1, 130, true, STRATA_MAX, 256);
+    checkBruckReduceScatter<double>(n, 2, 301, true, STRATA_AVG, 256);
+    checkBruckReduceScatter<int32_t>(n, 1, 99, false, STRATA_AVG, 256);
+    checkBruckReduceScatter<double>(n, 3, 5, false, STRATA_SUM, 256);
+    // One slot per FIFO: the header's deadlock argument needs no more.
+    checkBruckReduceScatter<float>(n, 2, 999, false, STRATA_SUM, 256, 1);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(BruckReduceScatter, FollowsTheLayoutsOrder) {
+  for (const auto& nodeOf : std::vector<std::vector<int>>{{0, 1, 0, 1, 0, 1}, {2, 0, 1, 0, 2}, {0, 0, 1, 1, 1, 2, 2}})
+    for (int channels : {1, 2}) {
+      const Layout layout = layoutOf(nodeOf);
+      const int n = static_cast<int>(nodeOf.size());
+      checkBruckReduceScatter<float>(n, channels, 100, false, STRATA_SUM, 256, kSlots, &layout);
+      checkBruckReduceScatter<int32_t>(n, channels, 1, true, STRATA_MAX, 256, kSlots, &layout);
+    }
+}
+
+// Floats whose sums round: the fold order is fixed by n alone, so the same
+// inputs give the same bits whatever the channels and slots.
+TEST(BruckReduceScatter, SameBitsWhateverTheChunking) {
+  const int n = 7;
+  const uint64_t count = 700;
+  std::vector<std::vector<char>> in(n, std::vector<char>(n * count * 4));
+  std::vector<const char*> inPtr(n);
+  for (int r = 0; r < n; ++r) {
+    for (uint64_t i = 0; i < n * count; ++i)
+      reinterpret_cast<float*>(in[r].data())[i] = 1.0f / float(1 + (r * 31 + i * 7) % 97) * (r % 2 ? 1e4f : 1e-3f);
+    inPtr[r] = in[r].data();
+  }
+  std::vector<std::vector<char>> first;
+  for (auto [channels, slot] : std::vector<std::pair<int, size_t>>{{1, 4096}, {3, 256}, {2, 64}}) {
+    std::vector<std::vector<char>> out(n, std::vector<char>(count * 4)),
+        scratch(n, std::vector<char>(bruckReduceScatterScratch(n, count) * 4));
+    std::vector<char*> outPtr(n), scratchPtr(n);
+    for (int r = 0; r < n; ++r) {
+      outPtr[r] = out[r].data();
+      scratchPtr[r] = scratch[r].data();
+    }
+    auto build = [&](const PlanShape& shape, std::vector<ChannelPlan>& plans) {
+      buildBruckReduceScatter(shape, count, channels, plans);
+      return channels;
+    };
+    auto results = runPlans(n, channels, build, OpDesc{Coll::ReduceScatter, STRATA_FLOAT32, STRATA_SUM, count}.pack(),
+                            STRATA_FLOAT32, STRATA_SUM, inPtr, outPtr, 0, nullptr, slot, kSlots, scratchPtr);
+    for (int r = 0; r < n; ++r) ASSERT_TRUE(results[r].isOk()) << results[r].message();
+    if (first.empty()) first = out;
+    for (int r = 0; r < n; ++r) EXPECT_EQ(out[r], first[r]) << channels << " channels, " << slot << "-byte slots";
+  }
+}
+
+TEST(BruckReduceScatter, TalksToLog2nPeersWithinItsScratch) {
+  for (int n = 1; n <= 40; ++n)
+    for (uint64_t count : {uint64_t(1), uint64_t(70)})
+      for (int channels : {1, 3}) {
+        int log2n = 0;
+        while ((1 << log2n) < n) ++log2n;
+        const uint64_t scratch = bruckReduceScatterScratch(n, count);
+        EXPECT_LE(scratch, n / 2 * count) << "n=" << n;
+        for (int r = 0; r < n; ++r) {
+          std::vector<ChannelPlan> plans(channels);
+          buildBruckReduceScatter(PlanShape{r, n, channels, 256, 4}, count, channels, plans);
+          std::set<int> to, from;
+          std::vector<int> finished(count, 0);
+          for (const auto& p : plans)
+            for (const Step& s : p.steps) {
+              if (s.sendPeer >= 0) to.insert(s.sendPeer);
+              if (s.recvPeer >= 0) from.insert(s.recvPeer);
+              if (s.flags & kInFromScratch) ASSERT_LE(s.inOffset + s.count, scratch) << "n=" << n;
+              if (s.flags & kOutToScratch) ASSERT_LE(s.outOffset + s.count, scratch) << "n=" << n;
+              if (!(s.flags & kOutToScratch) && s.sendPeer < 0) {
+                EXPECT_FALSE(s.flags & kPartial);
+                for (uint64_t i = s.outOffset; i < s.outOffset + s.count; ++i) finished[i]++;
+              }
+            }
+          EXPECT_LE(to.size(), size_t(log2n)) << "n=" << n << " rank " << r;
+          EXPECT_LE(from.size(), size_t(log2n)) << "n=" << n << " rank " << r;
+          for (uint64_t i = 0; i < count; ++i) ASSERT_EQ(finished[i], 1) << "n=" << n << " rank " << r << " element " << i;
+        }
+      }
+}
+
+// The ring and the direct form stay on one node and at small rank counts
+// across two nodes; Bruck's rounds take small blocks on many nodes, host
+// memory only, never in reproducible mode. STRATA_REDUCE_SCATTER_ALGO and a
+// call's pick force one; the plan declares the scratch it needs.
+TEST(BruckReduceScatter, ChosenWhereTheModelSaysAndWhenForced) {
+  const CostModel model{{2, 6}, {20, 0.6}};
+  Tuning t;
+  for (int n : {2, 3, 4, 5, 8, 16, 64, 1024}) {
+    PlanShape shape{0, n, 2, 262144, 4};
+    ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
+    for (uint64_t bytes = 1; bytes <= (uint64_t(1) << 30); bytes *= 8)
+      EXPECT_FALSE(t.useBruckReduceScatter(bytes)) << n << " ranks on one node, " << bytes << " bytes";
+  }
+  for (int nodes : {2, 3}) {
+    const Layout layout = Layout::blocks(2 * nodes, nodes);
+    PlanShape shape{0, 2 * nodes, 2, 262144, 4, &layout};
+    ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
+    for (uint64_t bytes = 1; bytes <= (uint64_t(1) << 30); bytes *= 8)
+      EXPECT_FALSE(t.useBruckReduceScatter(bytes)) << nodes << " nodes x 2 ranks, " << bytes << " bytes";
+  }
+  // A rank per node: every hop crosses, and log2 n crossings beat n-1 up
+  // to 16 KiB. Eight per node: a round where all eight cross pays eight
+  // latencies, so only small blocks on 32 nodes, and none on 16 (the ring's
+  // 16 crossings and 112 memory hops cost less).
+  const Layout wide = Layout::blocks(16, 16);
+  PlanShape shape{0, 16, 2, 262144, 4, &wide};
+  ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
+  EXPECT_TRUE(t.useBruckReduceScatter(8));
+  EXPECT_TRUE(t.useBruckReduceScatter(16384));
+  EXPECT_FALSE(t.useBruckReduceScatter(32768));
+  EXPECT_FALSE(t.useBruckReduceScatter(64 << 20));
+  const Layout dense = Layout::blocks(256, 32);
+  PlanShape twoFiftySix{0, 256, 2, 262144, 4, &dense};
+  ASSERT_TRUE(Tuning::create("", 16384, model, twoFiftySix, false, &t).isOk());
+  EXPECT_TRUE(t.useBruckReduceScatter(1024));
+  EXPECT_FALSE(t.useBruckReduceScatter(2048));
+  const Layout sixteen = Layout::blocks(128, 16);
+  PlanShape oneTwentyEight{0, 128, 2, 262144, 4, &sixteen};
+  ASSERT_TRUE(Tuning::create("", 16384, model, oneTwentyEight, false, &t).isOk());
+  EXPECT_FALSE(t.useBruckReduceScatter(8));
+  ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
+  CollCall call{Coll::ReduceScatter, nullptr, nullptr, 2, STRATA_FLOAT32, STRATA_SUM, 0,
+                nullptr, nullptr, nullptr, nullptr};
+  PlanChoice choice;
+  ASSERT_TRUE(Planner::choose(call, shape, t, &choice).isOk());
+  EXPECT_STREQ(choice.algo, "bruck");
+  EXPECT_EQ(choice.scratchElems, bruckReduceScatterScratch(16, 2));
+  call.pick.direct = 0;
+  ASSERT_TRUE(Planner::choose(call, shape, t, &choice).isOk());
+  EXPECT_STREQ(choice.algo, "ring");
+  EXPECT_EQ(choice.scratchElems, 0u);
+  call.pick.direct = -1;
+  call.memory = MemoryType::Device;
+  ASSERT_TRUE(Planner::choose(call, shape, t, &choice).isOk());
+  EXPECT_FALSE(choice.bruck) << choice.algo;
+  call.memory = MemoryType::Host;
+  ASSERT_TRUE(Tuning::create("", 16384, model, shape, true, &t).isOk());
+  ASSERT_TRUE(Planner::choose(call, shape, t, &choice).isOk());
+  EXPECT_STREQ(choice.algo, "direct");
+  for (uint64_t bytes = 1; bytes <= (uint64_t(1) << 30); bytes *= 8) EXPECT_FALSE(t.useBruckReduceScatter(bytes));
+
+  PlanShape small{0, 4, 2, 262144, 4};
+  setenv("STRATA_REDUCE_SCATTER_ALGO", "bruck", 1);
+  params::reload();
+  Status forced = Tuning::create("", 16384, model, small, false, &t);
+  const bool bruck = t.useBruckReduceScatter(8) && t.useBruckReduceScatter(64 << 20);
+  Status refused = Tuning::create("", 16384, model, small, true, &t);
+  setenv("STRATA_REDUCE_SCATTER_ALGO", "ring", 1);
+  params::reload();
+  ASSERT_TRUE(Tuning::create("", 16384, model, small, false, &t).isOk());
+  const bool ring = !t.useBruckReduceScatter(8) && !t.useDirectReduceScatter(8);
+  setenv("STRATA_REDUCE_SCATTER_ALGO", "bogus", 1);
+  params::reload();
+  Status bad = Tuning::create("", 16384, model, small, false, &t);
+  unsetenv("STRATA_REDUCE_SCATTER_ALGO");
+  params::reload();
+  ASSERT_TRUE(forced.isOk()) << forced.message();
+  EXPECT_TRUE(bruck);
+  EXPECT_TRUE(ring);
+  EXPECT_EQ(refused.code(), STRATA_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad.code(), STRATA_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(bad.message().find("STRATA_REDUCE_SCATTER_ALGO='bogus'"), std::string::npos) << bad.message();
+  ASSERT_TRUE(Tuning::create("", 16384, model, small, false, &t).isOk());
+  EXPECT_FALSE(t.useBruckReduceScatter(8));
+  EXPECT_TRUE(t.useDirectReduceScatter(8));
 }
 
 }  // namespace
