@@ -49,8 +49,8 @@ void usage() {
   std::exit(2);
 }
 
-uint64_t parseBytes(const std::string &s) {
-  char *end = nullptr;
+uint64_t parseBytes(const std::string& s) {
+  char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
   switch (*end) {
     case 'K':
@@ -68,7 +68,7 @@ uint64_t parseBytes(const std::string &s) {
   return static_cast<uint64_t>(v);
 }
 
-std::vector<std::string> split(const std::string &s) {
+std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= s.size()) {
@@ -80,14 +80,14 @@ std::vector<std::string> split(const std::string &s) {
   return out;
 }
 
-Level parseLevel(const std::string &s) {
+Level parseLevel(const std::string& s) {
   const auto v = split(s);
   if (v.size() != 2) usage();
   return {std::atof(v[0].c_str()), std::atof(v[1].c_str())};
 }
 
 std::string human(uint64_t b) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB"};
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
   int u = 0;
   while (u < 3 && b >= 1024 && b % 1024 == 0) b /= 1024, ++u;
   return std::to_string(b) + units[u];
@@ -98,7 +98,7 @@ std::string human(uint64_t b) {
 // bench/sim/calibrate.py measures them); ranks beyond the cores share them,
 // so a rank's copies and folds go at the rate over the ranks per core, and
 // the channels are Comm::init's (cores / ranks, at least 1).
-void calibrate(const std::string &kind, Scenario &sc, int ranks) {
+void calibrate(const std::string& kind, Scenario& sc, int ranks) {
   const int cores = 2;
   const double share = std::max(1.0, double(ranks) / cores);
   if (kind == "shm") {
@@ -115,11 +115,11 @@ void calibrate(const std::string &kind, Scenario &sc, int ranks) {
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   std::vector<int> rankCounts = {64, 1024, 16384};
   std::vector<uint64_t> sizes = {8};
   for (int k = 4; k <= 32; k += 2) sizes.push_back(uint64_t(1) << k);
-  std::vector<const AllreduceAlgorithm *> algos = allreduceAlgorithms();
+  std::vector<const AllreduceAlgorithm*> algos = allreduceAlgorithms();
   Scenario base;
   std::string csvPath, calibration;
   bool planTime = false;
@@ -131,14 +131,14 @@ int main(int argc, char **argv) {
     };
     if (a == "--ranks") {
       rankCounts.clear();
-      for (const auto &s : split(value())) rankCounts.push_back(std::atoi(s.c_str()));
+      for (const auto& s : split(value())) rankCounts.push_back(std::atoi(s.c_str()));
     } else if (a == "--sizes") {
       sizes.clear();
-      for (const auto &s : split(value())) sizes.push_back(parseBytes(s));
+      for (const auto& s : split(value())) sizes.push_back(parseBytes(s));
     } else if (a == "--algos") {
       algos.clear();
-      for (const auto &s : split(value())) {
-        const AllreduceAlgorithm *found = findAllreduce(s);
+      for (const auto& s : split(value())) {
+        const AllreduceAlgorithm* found = findAllreduce(s);
         if (!found) usage();
         algos.push_back(found);
       }
@@ -180,7 +180,7 @@ int main(int argc, char **argv) {
       usage();
   }
 
-  FILE *csv = nullptr;
+  FILE* csv = nullptr;
   if (!csvPath.empty()) {
     csv = std::fopen(csvPath.c_str(), "w");
     if (!csv) {
@@ -208,18 +208,18 @@ int main(int argc, char **argv) {
         "nodes per leaf, oversubscription %.1f\n",
         n, sc.topo.nodes, sc.topo.ranksPerNode, sc.topo.nicsPerNode, sc.topo.nodesPerLeaf, sc.topo.oversub);
     std::printf("%10s", "size");
-    for (const auto *a : algos) std::printf(" %11s", a->name);
+    for (const auto* a : algos) std::printf(" %11s", a->name);
     std::printf("  %8s %8s %6s  %s\n", "pick", "best", "x", "closed form ring/rd/hd/tree (us)");
     for (uint64_t bytes : sizes) {
       std::vector<Outcome> out;
       std::vector<double> wall;
-      const AllreduceAlgorithm *best = nullptr;
+      const AllreduceAlgorithm* best = nullptr;
       double bestUs = INFINITY;
-      for (const auto *a : algos) {
+      for (const auto* a : algos) {
         const auto t = Clock::now();
         out.push_back(simulate(*a, sc, bytes));
         wall.push_back(secondsSince(t));
-        const Outcome &o = out.back();
+        const Outcome& o = out.back();
         // The best among what the cost model may pick (not reproducible-only).
         if (o.carried && !o.stuck && !a->has(kReproducibleOnly) && o.timeUs < bestUs &&
             !(a->has(kUpToOneshotBytes) && bytes > sc.oneshotBytes)) {
@@ -227,7 +227,7 @@ int main(int argc, char **argv) {
           best = a;
         }
       }
-      const AllreduceAlgorithm *pick = pickOf(sc, bytes);
+      const AllreduceAlgorithm* pick = pickOf(sc, bytes);
       double pickUs = NAN;
       for (size_t i = 0; i < algos.size(); ++i)
         if (algos[i] == pick) pickUs = out[i].timeUs;
@@ -237,7 +237,7 @@ int main(int argc, char **argv) {
         if (ratio > 1.10) ++wrongPicks;
       }
       std::printf("%10s", human(bytes).c_str());
-      for (const Outcome &o : out) {
+      for (const Outcome& o : out) {
         if (!o.carried)
           std::printf(" %11s", o.method.empty() ? "-" : "(too large)");
         else
@@ -245,12 +245,12 @@ int main(int argc, char **argv) {
                       o.stuck ? "!" : (o.method.find("extrap") != std::string::npos ? "~" : " "));
       }
       std::printf("  %8s %8s %6.2f ", pick ? pick->name : "?", best ? best->name : "?", ratio);
-      for (const char *cf : {"ring", "rd", "hd", "tree"}) std::printf(" %.1f", closedFormUs(cf, sc, bytes));
+      for (const char* cf : {"ring", "rd", "hd", "tree"}) std::printf(" %.1f", closedFormUs(cf, sc, bytes));
       std::printf("\n");
       std::fflush(stdout);
       if (csv)
         for (size_t i = 0; i < algos.size(); ++i) {
-          const Outcome &o = out[i];
+          const Outcome& o = out[i];
           if (!o.carried) continue;
           std::fprintf(csv,
                        "%d,%d,%d,%s,%llu,%d,%.3f,%.4f,%.4f,%s,%llu,%s,%s,%.3f,%"
@@ -283,7 +283,7 @@ int main(int argc, char **argv) {
         "\n# building one rank's plan at %d ranks (rank %d, the median "
         "of 3): ms, steps, MiB of steps\n",
         n, n / 2 + 1);
-    for (const auto *a : algos) {
+    for (const auto* a : algos) {
       for (uint64_t bytes : sizes) {
         if (a->has(kOneSlot) && bytes > sc.slotBytes) continue;
         const uint64_t count = bytes / 4;
@@ -291,13 +291,13 @@ int main(int argc, char **argv) {
             a->has(kOneSlot) ? 1 : PlanShape{0, n, sc.nchannels, sc.slotBytes, 4, &layout}.channelsFor(bytes);
         double ms[3];
         uint64_t steps = 0;
-        for (double &m : ms) {
+        for (double& m : ms) {
           PlanSet plans;
           const auto t = Clock::now();
           buildPlans(*a, sc, layout, n / 2 + 1, count, nch, plans);
           m = secondsSince(t) * 1e3;
           steps = 0;
-          for (const auto &p : plans) steps += p.steps.size();
+          for (const auto& p : plans) steps += p.steps.size();
         }
         std::sort(ms, ms + 3);
         std::printf("plan %-8s %10s %9.2f ms %10llu steps %8.1f MiB\n", a->name, human(bytes).c_str(), ms[1],

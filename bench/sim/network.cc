@@ -9,7 +9,7 @@ int Topology::uplinkLanes() const {
   return std::max(1, static_cast<int>(std::lround(nodesPerLeaf * nicsPerNode / oversub)));
 }
 
-Network::Network(const Topology &topo, const NetModel &model)
+Network::Network(const Topology& topo, const NetModel& model)
     : topo_(topo),
       model_(model),
       lanes_(topo.uplinkLanes()),
@@ -22,27 +22,28 @@ Network::Network(const Topology &topo, const NetModel &model)
 }
 
 // The lane of `leaf` that frees first.
-double &Network::lane(std::vector<double> &lanes, int leaf) {
-  double *first = &lanes[size_t(leaf) * lanes_];
+double& Network::lane(std::vector<double>& lanes, int leaf) {
+  double* first = &lanes[size_t(leaf) * lanes_];
   return *std::min_element(first, first + lanes_);
 }
 
-Network::Timing Network::transfer(int from, int to, int fromRes, int toRes, uint64_t bytes, double readyUs) {
+Network::Timing Network::transfer(int from, int to, int fromRes, int toRes, uint64_t bytes, double readyUs,
+                                  bool written) {
   if (topo_.nodeOf(from) == topo_.nodeOf(to)) {
-    double &port = memFree_[fromRes];
+    double& port = memFree_[fromRes];
     const double start = std::max(readyUs, port);
-    port = start + bytes / (model_.shm.gbps * 1e3);
+    port = start + (written ? 0 : bytes / (model_.shm.gbps * 1e3));
     return {port, port + model_.shm.latencyUs};
   }
   // Hop by hop, each no earlier than the one before: a message waits in
   // the switch for a busy link instead of holding its sender's NIC, whose
   // next message may leave meanwhile to another destination.
   const double dur = model_.msgOverheadUs + bytes / (model_.nic.gbps * 1e3);
-  double &tx = txFree_[topo_.nicOf(fromRes)];
+  double& tx = txFree_[topo_.nicOf(fromRes)];
   const double sent = std::max(readyUs, tx) + dur;
   tx = sent;
   double end = sent;
-  auto hop = [&](double &free) {
+  auto hop = [&](double& free) {
     end = std::max(end - dur, free) + dur;
     free = end;
   };

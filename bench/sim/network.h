@@ -5,7 +5,9 @@
 // message overhead on the network), hop after hop, first come first served
 // in the order the player reaches them, and arrives a latency after the last
 // hop:
-//   same node:   the sender's memory port (one copy at a time per rank);
+//   same node:   the sender's memory port (one copy at a time per rank),
+//                unless the step that sends wrote the slot as it folded or
+//                copied a received chunk (NCCL's recvReduceSend: one pass);
 //   other node:  the sender's NIC out, the receiver's NIC in, and, across
 //                leaves, one lane of the sender leaf's uplink and one of the
 //                receiver leaf's downlink. A leaf's uplink is
@@ -55,7 +57,7 @@ struct NetModel {
 // The link state of one play: when each resource is next free.
 class Network {
  public:
-  Network(const Topology &topo, const NetModel &model);
+  Network(const Topology& topo, const NetModel& model);
 
   struct Timing {
     double sentUs;     // the sender's step is done with the data
@@ -64,11 +66,19 @@ class Network {
   // `from` and `to` are real ranks (they decide the path); the resources
   // are those of `fromRes` and `toRes`, which stand for them in a play that
   // simulates representatives of a symmetric plan (player.h).
-  Timing transfer(int from, int to, int fromRes, int toRes, uint64_t bytes, double readyUs);
+  // written: the step's own fold or copy already wrote the chunk into a
+  // same-node slot (a receive that sends on), so no copy is left to do.
+  Timing transfer(int from, int to, int fromRes, int toRes, uint64_t bytes, double readyUs, bool written = false);
   double foldUs(uint64_t bytes) const { return bytes / (model_.reduceGBps * 1e3); }
+  // A receive from a rank of the same node copies the chunk out of the
+  // shared slot: a second copy, on the receiver (a NIC's DMA is the network
+  // receive's).
+  double copyOutUs(int from, int to, uint64_t bytes) const {
+    return topo_.nodeOf(from) == topo_.nodeOf(to) ? bytes / (model_.shm.gbps * 1e3) : 0;
+  }
 
  private:
-  double &lane(std::vector<double> &lanes, int leaf);
+  double& lane(std::vector<double>& lanes, int leaf);
 
   Topology topo_;
   NetModel model_;

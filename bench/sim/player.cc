@@ -32,7 +32,7 @@ struct Connector {
 
 class Play {
  public:
-  Play(const Topology &topo, const NetModel &model, int nslots, size_t elemSize, const std::vector<PlanSet> &plans,
+  Play(const Topology& topo, const NetModel& model, int nslots, size_t elemSize, const std::vector<PlanSet>& plans,
        Symmetry sym)
       : net_(topo, model), n_(topo.nranks()), nslots_(nslots), elemSize_(elemSize), plans_(plans), sym_(sym) {
     for (int r = 0; r < static_cast<int>(plans.size()); ++r)
@@ -49,7 +49,7 @@ class Play {
       execute(c, start);
       ++out.steps;
     }
-    for (const Cursor &c : cursors_) {
+    for (const Cursor& c : cursors_) {
       out.timeUs = std::max(out.timeUs, c.doneUs);
       if (c.next < plans_[c.rank][c.ch].steps.size()) out.stuck = true;
     }
@@ -59,7 +59,7 @@ class Play {
  private:
   // The connector from rank s to rank q on channel ch, under the key of the
   // copy whose sender is s's representative.
-  Connector &conn(int s, int q, int ch) {
+  Connector& conn(int s, int q, int ch) {
     const uint64_t key = (uint64_t(ch) << 56) | (uint64_t(sym_.rep(s)) << 28) | uint64_t(sym_.carry(s, q, n_));
     auto [it, added] = index_.try_emplace(key, static_cast<uint32_t>(conns_.size()));
     if (added) {
@@ -69,21 +69,21 @@ class Play {
     }
     return conns_[it->second];
   }
-  double &arrival(Connector &k, uint32_t i) { return times_[k.times + i % nslots_]; }
-  double &freed(Connector &k, uint32_t i) { return times_[k.times + nslots_ + i % nslots_]; }
+  double& arrival(Connector& k, uint32_t i) { return times_[k.times + i % nslots_]; }
+  double& freed(Connector& k, uint32_t i) { return times_[k.times + nslots_ + i % nslots_]; }
 
   // Queues cursor c's next step once everything it waits for is known;
   // otherwise registers c on the connector it waits for.
   void advance(int c) {
-    Cursor &cur = cursors_[c];
-    const auto &steps = plans_[cur.rank][cur.ch].steps;
+    Cursor& cur = cursors_[c];
+    const auto& steps = plans_[cur.rank][cur.ch].steps;
     if (cur.next >= steps.size() || cur.queued) return;
-    const Step &s = steps[cur.next];
+    const Step& s = steps[cur.next];
     double ready = cur.doneUs;
     if (s.prim == Prim::ReduceAll) {
       for (; cur.scanned < n_ - 1; ++cur.scanned) {
         const int peer = (cur.rank + 1 + cur.scanned) % n_;
-        Connector &k = conn(peer, cur.rank, cur.ch);
+        Connector& k = conn(peer, cur.rank, cur.ch);
         if (k.sent <= k.received) {
           k.receiver = c;
           return;
@@ -93,7 +93,7 @@ class Play {
       ready = std::max(ready, cur.readyUs);
     }
     if (s.recvPeer >= 0) {
-      Connector &k = conn(s.recvPeer, cur.rank, cur.ch);
+      Connector& k = conn(s.recvPeer, cur.rank, cur.ch);
       if (k.sent <= k.received) {
         k.receiver = c;
         return;
@@ -101,7 +101,7 @@ class Play {
       ready = std::max(ready, arrival(k, k.received));
     }
     if (s.sendPeer >= 0) {
-      Connector &k = conn(cur.rank, s.sendPeer, cur.ch);
+      Connector& k = conn(cur.rank, s.sendPeer, cur.ch);
       if (k.sent >= uint32_t(nslots_)) {
         const uint32_t reuse = k.sent - nslots_;
         if (k.received <= reuse) {
@@ -115,30 +115,34 @@ class Play {
     heap_.push({ready, c});
   }
 
-  void wake(int &waiter) {
+  void wake(int& waiter) {
     const int c = waiter;
     waiter = -1;
     if (c >= 0) advance(c);
   }
 
-  void consume(Connector &k, double doneUs) {
+  void consume(Connector& k, double doneUs) {
     freed(k, k.received) = doneUs;
     ++k.received;
     wake(k.sender);
   }
 
   void execute(int c, double start) {
-    Cursor &cur = cursors_[c];
-    const Step &s = plans_[cur.rank][cur.ch].steps[cur.next];
+    Cursor& cur = cursors_[c];
+    const Step& s = plans_[cur.rank][cur.ch].steps[cur.next];
     const uint64_t bytes = s.count * elemSize_;
     double t = start;
     if (folds(s.prim)) t += net_.foldUs(bytes);
     if (s.prim == Prim::ReduceAll) t += net_.foldUs(bytes * (n_ - 1));
+    const bool copies = s.prim == Prim::Recv || s.prim == Prim::RecvCopySend;
+    if (copies) t += net_.copyOutUs(s.recvPeer, cur.rank, bytes);
+    const bool written = s.recvPeer >= 0 && (copies || folds(s.prim));
     double done = t;
     if (s.sendPeer >= 0) {
-      const auto timing = net_.transfer(cur.rank, s.sendPeer, sym_.rep(cur.rank), sym_.rep(s.sendPeer), bytes, t);
+      const auto timing =
+          net_.transfer(cur.rank, s.sendPeer, sym_.rep(cur.rank), sym_.rep(s.sendPeer), bytes, t, written);
       done = timing.sentUs;
-      Connector &k = conn(cur.rank, s.sendPeer, cur.ch);
+      Connector& k = conn(cur.rank, s.sendPeer, cur.ch);
       arrival(k, k.sent) = timing.arrivesUs;
       ++k.sent;
       wake(k.receiver);
@@ -158,7 +162,7 @@ class Play {
   int n_;
   int nslots_;
   size_t elemSize_;
-  const std::vector<PlanSet> &plans_;
+  const std::vector<PlanSet>& plans_;
   Symmetry sym_;
   std::vector<Cursor> cursors_;
   std::vector<Connector> conns_;
@@ -170,8 +174,8 @@ class Play {
 
 }  // namespace
 
-PlayResult play(const Topology &topo, const NetModel &model, int nslots, size_t elemSize,
-                const std::vector<PlanSet> &plans, Symmetry sym) {
+PlayResult play(const Topology& topo, const NetModel& model, int nslots, size_t elemSize,
+                const std::vector<PlanSet>& plans, Symmetry sym) {
   return Play(topo, model, nslots, elemSize, plans, sym).run();
 }
 

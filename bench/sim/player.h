@@ -4,8 +4,9 @@
 // any) has a free slot in the connector, whose FIFO of nslots slots lets a
 // sender run up to nslots chunks ahead of its receiver. A slot frees when
 // the receiving step is done. Folding costs bytes / reduce rate on the
-// receiving rank before it sends on; a ReduceAll takes one chunk from every
-// other rank's connector and folds n-1 of them.
+// receiving rank before it sends on, a copy out of a shared-memory slot
+// bytes / the shm rate; a ReduceAll takes one chunk from every other rank's
+// connector and folds n-1 of them.
 //
 // Steps are played in order of their start times (a heap), so that
 // transfers meet the links in the order they would on the wire.
@@ -52,7 +53,7 @@ struct PlayResult {
 };
 
 // plans[i]: rank i's plans, for the ranks the symmetry plays.
-PlayResult play(const Topology &topo, const NetModel &model, int nslots, size_t elemSize,
-                const std::vector<PlanSet> &plans, Symmetry sym);
+PlayResult play(const Topology& topo, const NetModel& model, int nslots, size_t elemSize,
+                const std::vector<PlanSet>& plans, Symmetry sym);
 
 }  // namespace strata::sim

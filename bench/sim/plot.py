@@ -12,6 +12,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+# One colour per algorithm in every plot, whichever algorithms it shows.
+COLOURS = {a: "C%d" % i for i, a in enumerate(["oneshot", "rd", "hd", "ring", "hier", "tree", "ordered"])}
+
+
 def rows(path):
     with open(path) as f:
         return list(csv.DictReader(f))
@@ -38,7 +42,7 @@ def busbw_plots(data, out):
                 picks[int(r["bytes"])] = float(r["busbw_GBps"])
         for algo, pts in curves.items():
             pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=algo)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=algo, color=COLOURS.get(algo))
         ax.scatter(list(picks), list(picks.values()), s=90, facecolors="none", edgecolors="black",
                    label="cost model's pick", zorder=5)
         r0 = rs[0]
@@ -64,7 +68,7 @@ def scaling_plot(data, out):
                 curves[r["algo"]].append((int(r["ranks"]), float(r["time_us"])))
         for algo, pts in curves.items():
             pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=algo)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=algo, color=COLOURS.get(algo))
         ax.set_title("allreduce of %s, simulated" % size_label(size))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")

@@ -13,25 +13,25 @@ namespace {
 
 constexpr size_t kElem = 4;  // float32, as strata-perf and nccl-tests default to
 
-PlanShape shapeOf(const Scenario &sc, const Layout &layout, int rank) {
+PlanShape shapeOf(const Scenario& sc, const Layout& layout, int rank) {
   return PlanShape{rank, sc.topo.nranks(), sc.nchannels, sc.slotBytes, kElem, &layout};
 }
 
 // The channels the planner gives a forced algorithm for this count.
-int channelsOf(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &layout, uint64_t count) {
+int channelsOf(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, uint64_t count) {
   return algo.has(kOneSlot) ? 1 : shapeOf(sc, layout, 0).channelsFor(count * kElem);
 }
 
 // What a step costs in the play: its primitive, its size and its peers. Its
 // flags (operand order, where its input lives) and offsets do not count.
-bool sameStep(const Step &a, const Step &b, const std::function<int(int)> &g) {
+bool sameStep(const Step& a, const Step& b, const std::function<int(int)>& g) {
   auto peer = [&](int p) { return p < 0 ? p : g(p); };
   return a.prim == b.prim && a.count == b.count && peer(a.recvPeer) == b.recvPeer && peer(a.sendPeer) == b.sendPeer;
 }
 
 // Whether the plan of g(r) is the plan of r carried by g, for sample ranks r
 // and symmetries g of the kind.
-bool holds(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &layout, uint64_t count, int nch,
+bool holds(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, uint64_t count, int nch,
            Symmetry::Kind kind, int period) {
   const int n = sc.topo.nranks();
   if (kind == Symmetry::Xor && (n & (n - 1)) != 0) return false;
@@ -44,8 +44,8 @@ bool holds(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &lay
       buildPlans(algo, sc, layout, r, count, nch, a);
       buildPlans(algo, sc, layout, g(r), count, nch, b);
       for (int ch = 0; ch < nch; ++ch) {
-        const auto &x = a[ch].steps;
-        const auto &y = b[ch].steps;
+        const auto& x = a[ch].steps;
+        const auto& y = b[ch].steps;
         if (x.size() != y.size()) return false;
         for (size_t i = 0; i < x.size(); ++i)
           if (!sameStep(x[i], y[i], g)) return false;
@@ -55,7 +55,7 @@ bool holds(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &lay
   return true;
 }
 
-Outcome playAt(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &layout, uint64_t count, int nch,
+Outcome playAt(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, uint64_t count, int nch,
                Symmetry sym) {
   std::vector<PlanSet> plans(sym.played(sc.topo.nranks()), PlanSet(nch));
   for (int r = 0; r < static_cast<int>(plans.size()); ++r) buildPlans(algo, sc, layout, r, count, nch, plans[r]);
@@ -73,7 +73,7 @@ Outcome playAt(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout 
 // Steps a play of this count would run: the mean of 8 ranks' (one
 // rank may hold most of them, as the ordered algorithm's owner of the only
 // block of a small buffer), times the ranks played.
-uint64_t stepsOf(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &layout, uint64_t count, int nch,
+uint64_t stepsOf(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, uint64_t count, int nch,
                  Symmetry sym) {
   const int n = sc.topo.nranks();
   PlanSet plans(nch);
@@ -81,13 +81,13 @@ uint64_t stepsOf(const AllreduceAlgorithm &algo, const Scenario &sc, const Layou
   const int played = sym.played(n), samples = std::min(8, played);
   for (int i = 0; i < samples; ++i) {
     buildPlans(algo, sc, layout, i * (played / samples) + i % (played / samples), count, nch, plans);
-    for (const auto &p : plans) steps += p.steps.size();
+    for (const auto& p : plans) steps += p.steps.size();
   }
   return steps * played / samples;
 }
 
-Symmetry symmetryAt(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &layout, uint64_t count, int nch) {
-  const Topology &t = sc.topo;
+Symmetry symmetryAt(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, uint64_t count, int nch) {
+  const Topology& t = sc.topo;
   const int period = t.nodesPerLeaf * t.ranksPerNode;
   if (t.nodes % t.nodesPerLeaf != 0 || t.nodes <= t.nodesPerLeaf) return {};
   for (Symmetry::Kind kind : {Symmetry::Shift, Symmetry::Xor})
@@ -97,8 +97,8 @@ Symmetry symmetryAt(const AllreduceAlgorithm &algo, const Scenario &sc, const La
 
 }  // namespace
 
-void buildPlans(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &layout, int rank, uint64_t count,
-                int nchannels, PlanSet &plans) {
+void buildPlans(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, int rank, uint64_t count,
+                int nchannels, PlanSet& plans) {
   static float in, out;
   CollCall call{};
   call.coll = Coll::Allreduce;
@@ -118,19 +118,19 @@ void buildPlans(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout
   if (!st.isOk()) plans.assign(nchannels, {});
 }
 
-Symmetry symmetryOf(const AllreduceAlgorithm &algo, const Scenario &sc, uint64_t count, int nchannels) {
+Symmetry symmetryOf(const AllreduceAlgorithm& algo, const Scenario& sc, uint64_t count, int nchannels) {
   const Layout layout = Layout::blocks(sc.topo.nranks(), sc.topo.nodes);
   return symmetryAt(algo, sc, layout, count, nchannels);
 }
 
-Outcome simulateWith(const AllreduceAlgorithm &algo, const Scenario &sc, uint64_t bytes, Symmetry sym) {
+Outcome simulateWith(const AllreduceAlgorithm& algo, const Scenario& sc, uint64_t bytes, Symmetry sym) {
   const Layout layout = Layout::blocks(sc.topo.nranks(), sc.topo.nodes);
   const uint64_t count = bytes / kElem;
   if (algo.has(kOneSlot) && bytes > sc.slotBytes) return {};
   return playAt(algo, sc, layout, count, channelsOf(algo, sc, layout, count), sym);
 }
 
-Outcome simulate(const AllreduceAlgorithm &algo, const Scenario &sc, uint64_t bytes) {
+Outcome simulate(const AllreduceAlgorithm& algo, const Scenario& sc, uint64_t bytes) {
   const Layout layout = Layout::blocks(sc.topo.nranks(), sc.topo.nodes);
   const uint64_t count = bytes / kElem;
   if (algo.has(kOneSlot) && bytes > sc.slotBytes) return {};
@@ -167,11 +167,11 @@ Outcome simulate(const AllreduceAlgorithm &algo, const Scenario &sc, uint64_t by
   return hi;
 }
 
-CostModel costModelOf(const NetModel &m) {
+CostModel costModelOf(const NetModel& m) {
   return CostModel{{m.shm.latencyUs, m.shm.gbps}, {m.nic.latencyUs + m.msgOverheadUs, m.nic.gbps}};
 }
 
-const AllreduceAlgorithm *pickOf(const Scenario &sc, uint64_t bytes) {
+const AllreduceAlgorithm* pickOf(const Scenario& sc, uint64_t bytes) {
   const Layout layout = Layout::blocks(sc.topo.nranks(), sc.topo.nodes);
   const PlanShape shape = shapeOf(sc, layout, 0);
   Tuning tuning;
@@ -181,12 +181,12 @@ const AllreduceAlgorithm *pickOf(const Scenario &sc, uint64_t bytes) {
   return choice.algo;
 }
 
-double modelUs(const Scenario &sc, const AllreduceAlgorithm &algo, uint64_t bytes) {
+double modelUs(const Scenario& sc, const AllreduceAlgorithm& algo, uint64_t bytes) {
   const Layout layout = Layout::blocks(sc.topo.nranks(), sc.topo.nodes);
   return estimateUs(costModelOf(sc.model), algo, shapeOf(sc, layout, 0), bytes, sc.oneshotBytes);
 }
 
-double closedFormUs(const std::string &algo, const Scenario &sc, uint64_t bytes) {
+double closedFormUs(const std::string& algo, const Scenario& sc, uint64_t bytes) {
   const double n = sc.topo.nranks();
   const double alpha = sc.model.nic.latencyUs + sc.model.msgOverheadUs;
   const double beta = sc.model.nic.gbps * 1e3;  // bytes per us

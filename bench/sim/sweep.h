@@ -45,33 +45,33 @@ struct Outcome {
 };
 
 // The plans' symmetry at this count on these channels, or None.
-Symmetry symmetryOf(const AllreduceAlgorithm &algo, const Scenario &sc, uint64_t count, int nchannels);
+Symmetry symmetryOf(const AllreduceAlgorithm& algo, const Scenario& sc, uint64_t count, int nchannels);
 
 // One allreduce of `bytes` (float32) with `algo`, as the planner would plan
 // it when a call forces that algorithm.
-Outcome simulate(const AllreduceAlgorithm &algo, const Scenario &sc, uint64_t bytes);
+Outcome simulate(const AllreduceAlgorithm& algo, const Scenario& sc, uint64_t bytes);
 
 // The same, played with a fixed symmetry (None: every rank) and no
 // extrapolation: for checking the shortcuts against the full play.
-Outcome simulateWith(const AllreduceAlgorithm &algo, const Scenario &sc, uint64_t bytes, Symmetry sym);
+Outcome simulateWith(const AllreduceAlgorithm& algo, const Scenario& sc, uint64_t bytes, Symmetry sym);
 
 // Rank `rank`'s plans, through Planner::plan with the call's pick.
-void buildPlans(const AllreduceAlgorithm &algo, const Scenario &sc, const Layout &layout, int rank, uint64_t count,
-                int nchannels, PlanSet &plans);
+void buildPlans(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, int rank, uint64_t count,
+                int nchannels, PlanSet& plans);
 
 // The cost model strata would rate this cluster with: a shared-memory hop
 // and a network hop, at the model's latencies and bandwidths.
-CostModel costModelOf(const NetModel &model);
+CostModel costModelOf(const NetModel& model);
 
 // The cost model's pick for `bytes` (Tuning::create / chooseAllreduce), and
 // its own estimate for `algo`.
-const AllreduceAlgorithm *pickOf(const Scenario &sc, uint64_t bytes);
-double modelUs(const Scenario &sc, const AllreduceAlgorithm &algo, uint64_t bytes);
+const AllreduceAlgorithm* pickOf(const Scenario& sc, uint64_t bytes);
+double modelUs(const Scenario& sc, const AllreduceAlgorithm& algo, uint64_t bytes);
 
 // Textbook alpha-beta-gamma times with alpha the network hop (latency plus a
 // message's overhead), beta one NIC's bandwidth, gamma the fold rate; NaN
 // for algorithms without one.
-double closedFormUs(const std::string &algo, const Scenario &sc, uint64_t bytes);
+double closedFormUs(const std::string& algo, const Scenario& sc, uint64_t bytes);
 
 // nccl-tests' allreduce bus bandwidth, GB/s.
 inline double busbw(uint64_t bytes, int n, double us) { return bytes / (us * 1e3) * 2.0 * (n - 1) / n; }
