@@ -302,7 +302,6 @@ int main(int argc, char** argv) {
         std::sort(ms, ms + 3);
         std::printf("plan %-8s %10s %9.2f ms %10llu steps %8.1f MiB\n", a->name, human(bytes).c_str(), ms[1],
                     (unsigned long long)steps, steps * sizeof(Step) / 1048576.0);
-        if (csv) std::fflush(csv);
       }
     }
   }

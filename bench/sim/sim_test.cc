@@ -71,6 +71,29 @@ TEST(Sim, TwoRanksByHand) {
   EXPECT_TRUE(simulate(kRecursiveDoubling, sc, 3 * 4096).stuck);
 }
 
+// Links shared: recursive doubling's crossing round sends all 8 ranks of a
+// node across at once, through one NIC or through eight; halving-doubling
+// on 8 nodes, 2 a leaf, sends both of a leaf's nodes across the spine at
+// once, through two uplink lanes or (2:1) through one.
+TEST(Sim, NicAndSpineContention) {
+  Scenario sc;
+  sc.topo = {2, 8, 1, 2, 1.0};
+  const uint64_t bytes = uint64_t(16) << 20;
+  const double oneNic = simulate(kRecursiveDoubling, sc, bytes).timeUs;
+  sc.topo.nicsPerNode = 8;
+  const double eightNics = simulate(kRecursiveDoubling, sc, bytes).timeUs;
+  // The crossing round: 8 x 16 MiB through 25 GB/s is 5.4 ms, 0.7 ms on 8 NICs.
+  EXPECT_GT(oneNic - eightNics, 4000) << oneNic << " " << eightNics;
+
+  sc.topo = {8, 1, 1, 2, 1.0};
+  const double full = simulate(kHalvingDoubling, sc, bytes).timeUs;
+  sc.topo.oversub = 2;
+  const double half = simulate(kHalvingDoubling, sc, bytes).timeUs;
+  EXPECT_GT(half / full, 1.2) << full << " " << half;
+  std::printf("rd 2x8 16 MiB: 1 NIC %.1f us, 8 NICs %.1f us; hd 8x1 16 MiB: spine 1:1 %.1f us, 2:1 %.1f us\n",
+              oneNic, eightNics, full, half);
+}
+
 // 256 ranks on 32 nodes, 4 nodes a leaf, a spine at 2:1: the leaf's 32
 // ranks played for all give the full play's time.
 Scenario cluster256() {
