@@ -468,8 +468,9 @@ typedef struct {
    * algorithm: for allreduce, one of strata-info --algorithms (in
    * reproducible mode, one that folds in rank order); for broadcast, reduce
    * and reduce_scatter "direct" (one hop to or from every rank) or
-   * "pipelined" (chains and rings); for allgather "pairwise" (one hop to
-   * every peer) or "bruck" (ceil(log2 n) rounds); for alltoall "pairwise".
+   * "pipelined" (chains and rings), and for reduce_scatter also "bruck"
+   * (ceil(log2 n) rounds; not in reproducible mode); for allgather
+   * "pairwise" (one hop to every peer) or "bruck"; for alltoall "pairwise".
    * channels: 1 to the communicator's channel count (STRATA_NCHANNELS).
    * chunk_bytes: the most a pipelined step moves, a multiple of 64 from 4096
    * to STRATA_SLOT_BYTES. Calls with a choice run on host memory (GPU

@@ -34,10 +34,17 @@ Status makePick(Coll coll, const char* algorithm, int channels, size_t chunkByte
                                 "reproducible (STRATA_REPRODUCIBLE)", prefix, name.c_str());
     return Status::ok();
   }
+  if (coll == Coll::ReduceScatter && name == "bruck") {
+    if (limits.reproducible)
+      return STRATA_INVALID_ARG("%salgorithm='bruck' folds in its rounds' order, and this communicator is "
+                                "reproducible (STRATA_REPRODUCIBLE)", prefix);
+    pick->bruck = 1;
+    return Status::ok();
+  }
   if (coll == Coll::Broadcast || coll == Coll::Reduce || coll == Coll::ReduceScatter) {
     if (name != "direct" && name != "pipelined")
-      return STRATA_INVALID_ARG("%salgorithm='%s' is not one of %s's: direct, pipelined", prefix, name.c_str(),
-                                collName(coll));
+      return STRATA_INVALID_ARG("%salgorithm='%s' is not one of %s's: direct, pipelined%s", prefix, name.c_str(),
+                                collName(coll), coll == Coll::ReduceScatter ? ", bruck" : "");
     if (limits.reproducible && coll != Coll::Broadcast && name == "pipelined")
       return STRATA_INVALID_ARG("%salgorithm='pipelined' folds in chain order, and this communicator is "
                                 "reproducible (STRATA_REPRODUCIBLE)", prefix);

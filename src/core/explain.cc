@@ -66,11 +66,20 @@ Status Comm::explain(const CollCall& call, std::string* json) const {
                                note.empty() ? "" : (",\"why_not\":" + quoted(note)).c_str());
     }
   } else if (call.coll == Coll::Broadcast || call.coll == Coll::Reduce || call.coll == Coll::ReduceScatter) {
-    decided = sizeRule(tuning_, bytes, choice.direct);
-    const char* pipelined = call.coll == Coll::ReduceScatter ? "ring" : "chain";
+    const bool rs = call.coll == Coll::ReduceScatter;
+    decided = rs && !params::reduceScatterAlgo().empty() && !tuning_.reproducible() && !tuning_.forced()
+                  ? "STRATA_REDUCE_SCATTER_ALGO=" + params::reduceScatterAlgo()
+              : choice.bruck ? std::string("cost model (Bruck's rounds where they rate below the ring and the direct "
+                                           "form: many ranks across nodes, small blocks)")
+                             : sizeRule(tuning_, bytes, choice.direct);
     candidates = formatText("{\"algorithm\":\"direct\",\"estimate_us\":null,\"considered\":true},"
                             "{\"algorithm\":%s,\"estimate_us\":null,\"considered\":true}",
-                            quoted(pipelined).c_str());
+                            quoted(rs ? "ring" : "chain").c_str());
+    if (rs)
+      candidates += tuning_.reproducible()
+                        ? ",{\"algorithm\":\"bruck\",\"estimate_us\":null,\"considered\":false,\"why_not\":"
+                          "\"folds in its rounds' order (reproducible mode)\"}"
+                        : ",{\"algorithm\":\"bruck\",\"estimate_us\":null,\"considered\":true}";
   } else if (call.coll == Coll::Allgather) {
     decided = !params::allgatherAlgo().empty()
                   ? "STRATA_ALLGATHER_ALGO=" + params::allgatherAlgo()

@@ -244,6 +244,13 @@ void perCall(int rank, int nranks, const strata_unique_id_t& id, Reporter& r, co
     return;
   for (size_t i = 0; i < count; ++i)
     if (out[i] != sumOf(rank * count + i)) return r.fail("reduce_scatter: out[%zu]=%g", i, out[i]);
+  o.algorithm = "bruck";
+  want.push_back("bruck on");
+  if (!r.ok(strata_reduce_scatter_ex(in.data(), out.data(), count, STRATA_FLOAT32, STRATA_SUM, comm, &o), comm,
+            "reduce_scatter, bruck"))
+    return;
+  for (size_t i = 0; i < count; ++i)
+    if (out[i] != sumOf(rank * count + i)) return r.fail("reduce_scatter, bruck: out[%zu]=%g", i, out[i]);
   o.algorithm = "direct";
   want.push_back("direct on");
   if (!r.ok(strata_broadcast_ex(in.data(), out.data(), count, STRATA_FLOAT32, 1, comm, &o), comm, "broadcast, direct"))
@@ -311,6 +318,11 @@ TEST(PerCall, AReproducibleCommunicatorRefusesAnotherOrder) {
     if (strata_allreduce_ex(&v, &sum, 1, STRATA_FLOAT32, STRATA_SUM, comm, &o) != STRATA_ERR_INVALID_ARGUMENT ||
         !std::strstr(strata_comm_last_error(comm), "rank order"))
       r.fail("ring on a reproducible communicator: %s", strata_comm_last_error(comm));
+    float pair[2] = {1, 2};
+    o.algorithm = "bruck";
+    if (strata_reduce_scatter_ex(pair, &sum, 1, STRATA_FLOAT32, STRATA_SUM, comm, &o) != STRATA_ERR_INVALID_ARGUMENT ||
+        !std::strstr(strata_comm_last_error(comm), "reproducible"))
+      r.fail("bruck reduce_scatter on a reproducible communicator: %s", strata_comm_last_error(comm));
     o.algorithm = "ordered";
     if (r.ok(strata_allreduce_ex(&v, &sum, 1, STRATA_FLOAT32, STRATA_SUM, comm, &o), comm, "ordered") && sum != 2)
       r.fail("ordered: %g", sum);
