@@ -766,10 +766,12 @@ void checkBruckReduceScatter(int n, int channels, uint64_t count, bool inPlace, 
       if (op == STRATA_AVG) acc = std::is_floating_point<T>::value ? acc / n : std::trunc(acc / n);
       ASSERT_EQ(reinterpret_cast<const T*>(outPtr[r])[e], static_cast<T>(acc)) << what << ": rank " << r << " element " << e;
     }
-    if (!inPlace)
+    if (!inPlace) {
       for (size_t b = bytes; b < out[r].size(); ++b) ASSERT_EQ(out[r][b], 0x5a) << what << ": rank " << r;
-    for (size_t b = scratchBytes; b < scratch[r].size(); ++b)
+    }
+    for (size_t b = scratchBytes; b < scratch[r].size(); ++b) {
       ASSERT_EQ(scratch[r][b], 0x5a) << what << ": rank " << r << " wrote past its scratch";
+    }
   }
 }
 
@@ -853,8 +855,12 @@ TEST(BruckReduceScatter, TalksToLog2nPeersWithinItsScratch) {
             for (const Step& s : p.steps) {
               if (s.sendPeer >= 0) to.insert(s.sendPeer);
               if (s.recvPeer >= 0) from.insert(s.recvPeer);
-              if (s.flags & kInFromScratch) ASSERT_LE(s.inOffset + s.count, scratch) << "n=" << n;
-              if (s.flags & kOutToScratch) ASSERT_LE(s.outOffset + s.count, scratch) << "n=" << n;
+              if (s.flags & kInFromScratch) {
+                ASSERT_LE(s.inOffset + s.count, scratch) << "n=" << n;
+              }
+              if (s.flags & kOutToScratch) {
+                ASSERT_LE(s.outOffset + s.count, scratch) << "n=" << n;
+              }
               if (!(s.flags & kOutToScratch) && s.sendPeer < 0) {
                 EXPECT_FALSE(s.flags & kPartial);
                 for (uint64_t i = s.outOffset; i < s.outOffset + s.count; ++i) finished[i]++;
