@@ -97,13 +97,7 @@ double bruckAllgatherUs(const CostView& v, double blockBytes) {
     // Every rank sends at once: as recursive doubling's rounds (pairwise.cc),
     // a round that crosses pays the network latency once per crossing rank
     // of the node with the most, since crossings that start together queue.
-    int crossers = 0;
-    if (v.shape.layout) {
-      std::vector<int> perNode(v.nodes(), 0);
-      for (int pos = 0; pos < n; ++pos)
-        if (v.cross(pos, (pos + n - dist) % n))
-          crossers = std::max(crossers, ++perNode[v.shape.layout->hierarchy.nodeOf[v.shape.rankAt(pos)]]);
-    }
+    const int crossers = v.mostCrossing(-dist);
     const LinkCost& l = crossers ? v.model.net : v.model.shm;
     us += std::max(1, crossers) * l.latencyUs + std::min(dist, n - dist) * blockBytes / (l.gbps * 1e3) / efficiency;
   }

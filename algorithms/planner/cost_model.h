@@ -38,6 +38,10 @@ struct CostView {
 
   int nodes() const { return shape.layout ? shape.layout->nodes() : 1; }
   int mostPerNode() const;
+  // In a round where every position sends to the one `offset` ahead (mod
+  // n), the most ranks of one node whose send crosses to another node
+  // (0: none crosses): crossings that start together queue on the node.
+  int mostCrossing(int offset) const;
   // Folding `bytes` into a buffer: memory-bound, at shared-memory speed.
   double reduceUs(double bytes) const { return bytes / (model.shm.gbps * 1e3); }
 };

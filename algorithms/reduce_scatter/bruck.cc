@@ -157,13 +157,7 @@ double bruckReduceScatterUs(const CostView& v, double blockBytes) {
   for (int dist = 1; dist < n; dist *= 2) {
     // As Bruck's allgather rounds: a round that crosses pays the network
     // latency once per crossing rank of the node with the most.
-    int crossers = 0;
-    if (v.shape.layout) {
-      std::vector<int> perNode(v.nodes(), 0);
-      for (int pos = 0; pos < n; ++pos)
-        if (v.cross(pos, (pos + dist) % n))
-          crossers = std::max(crossers, ++perNode[v.shape.layout->hierarchy.nodeOf[v.shape.rankAt(pos)]]);
-    }
+    const int crossers = v.mostCrossing(dist);
     const LinkCost& l = crossers ? v.model.net : v.model.shm;
     const double bytes = roundBlocks(n, dist) * blockBytes;
     us += std::max(1, crossers) * l.latencyUs + bytes / (l.gbps * 1e3) / efficiency + v.reduceUs(bytes);
