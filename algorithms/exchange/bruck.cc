@@ -57,15 +57,7 @@ void buildBruckAllgather(const PlanShape& shape, uint64_t count, int nchannels, 
     uint64_t offset, len;
   };
   std::vector<Piece> sends, recvs;
-  for (int ch = 0; ch < nchannels; ++ch) {
-    auto& steps = plans[ch].steps;
-    steps.clear();
-    const Range share = channelRange(count, nchannels, ch, shape.alignElems());
-    if (share.end <= share.begin) continue;
-    if (n == 1) {
-      steps.push_back({Prim::Copy, 0, -1, -1, share.begin, share.begin, share.end - share.begin});
-      continue;
-    }
+  forEachChannel(shape, count, nchannels, plans, [&](std::vector<Step>& steps, Range share) {
     for (int dist = 1; dist < n; dist *= 2) {
       const int m = std::min(dist, n - dist);
       const int to = shape.rankAt((pos - dist + n) % n);
@@ -86,7 +78,7 @@ void buildBruckAllgather(const PlanShape& shape, uint64_t count, int nchannels, 
         if (i < recvs.size()) steps.push_back({Prim::Recv, 0, from, -1, 0, recvs[i].offset, recvs[i].len});
       }
     }
-  }
+  });
 }
 
 double bruckAllgatherUs(const CostView& v, double blockBytes) {

@@ -118,15 +118,7 @@ void buildBruckReduceScatter(const PlanShape& shape, uint64_t count, int nchanne
   int top = 1;
   while (top * 2 < n) top *= 2;
   std::vector<Piece> sends, recvs;
-  for (int ch = 0; ch < nchannels; ++ch) {
-    auto& steps = plans[ch].steps;
-    steps.clear();
-    const Range share = channelRange(count, nchannels, ch, shape.alignElems());
-    if (share.end <= share.begin) continue;
-    if (n == 1) {
-      steps.push_back({Prim::Copy, 0, -1, -1, share.begin, share.begin, share.end - share.begin});
-      continue;
-    }
+  forEachChannel(shape, count, nchannels, plans, [&](std::vector<Step>& steps, Range share) {
     for (int dist = top; dist >= 1; dist /= 2) {
       const int to = shape.rankAt((pos + dist) % n);
       const int fromPos = (pos - dist + n) % n;
@@ -147,7 +139,7 @@ void buildBruckReduceScatter(const PlanShape& shape, uint64_t count, int nchanne
         }
       }
     }
-  }
+  });
 }
 
 double bruckReduceScatterUs(const CostView& v, double blockBytes) {
