@@ -53,6 +53,18 @@ TEST(Collectives, ForcedAlgorithmsAndChannels) {
   }
 }
 
+// Whether strata_comm_algorithm names Bruck's schedule for `collective`,
+// which the test forced; a failure says what it named instead.
+bool namesBruck(strata_comm_t comm, const char* collective, Reporter& rep) {
+  char name[16];
+  int channels = 0;
+  if (!rep.ok(strata_comm_algorithm(comm, collective, 5000, STRATA_FLOAT32, name, sizeof(name), &channels), comm,
+              "strata_comm_algorithm"))
+    return false;
+  if (std::strcmp(name, "bruck") != 0) rep.fail("strata_comm_algorithm says %s for %s, forced bruck", name, collective);
+  return true;
+}
+
 // Bruck's allgather forced (STRATA_ALLGATHER_ALGO=bruck) on 3 and 4 ranks
 // over shared memory, 8 KiB slots so that the larger blocks travel in many
 // pieces, over 2 channels: every block against the reference inputs, in
@@ -65,12 +77,7 @@ TEST(Collectives, BruckAllgatherMatchesReference) {
     expectAllPassed(runRanks(n, 60, [](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
       strata_comm_t comm;
       if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
-      char name[16];
-      int channels = 0;
-      if (!rep.ok(strata_comm_algorithm(comm, "allgather", 5000, STRATA_FLOAT32, name, sizeof(name), &channels), comm,
-                  "strata_comm_algorithm"))
-        return;
-      if (std::strcmp(name, "bruck") != 0) rep.fail("strata_comm_algorithm says %s for allgather, forced bruck", name);
+      if (!namesBruck(comm, "allgather", rep)) return;
       for (auto dt : {STRATA_INT8, STRATA_INT32, STRATA_FLOAT32, STRATA_FLOAT64})
         for (size_t count : {size_t(1), size_t(1023), size_t(5000)})
           for (bool inPlace : {false, true}) {
@@ -111,13 +118,7 @@ TEST(Collectives, BruckReduceScatterMatchesReference) {
     expectAllPassed(runRanks(n, 60, [](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
       strata_comm_t comm;
       if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
-      char name[16];
-      int channels = 0;
-      if (!rep.ok(strata_comm_algorithm(comm, "reduce_scatter", 5000, STRATA_FLOAT32, name, sizeof(name), &channels),
-                  comm, "strata_comm_algorithm"))
-        return;
-      if (std::strcmp(name, "bruck") != 0)
-        rep.fail("strata_comm_algorithm says %s for reduce_scatter, forced bruck", name);
+      if (!namesBruck(comm, "reduce_scatter", rep)) return;
       for (auto dt : kTypes)
         for (auto op : kOps)
           for (size_t count : {size_t(1), size_t(1023), size_t(5000)})
