@@ -40,22 +40,31 @@ def busbw_plots(data, out):
             curves[r["algo"]].append((int(r["bytes"]), float(r["busbw_GBps"])))
             if r["algo"] == r["pick"]:
                 picks[int(r["bytes"])] = float(r["busbw_GBps"])
-        for algo, pts in curves.items():
-            pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=algo, color=COLOURS.get(algo))
+        draw_curves(ax, curves)
         ax.scatter(list(picks), list(picks.values()), s=90, facecolors="none", edgecolors="black",
                    label="cost model's pick", zorder=5)
         r0 = rs[0]
         ax.set_title("allreduce busbw, %d ranks (%s nodes x %s), simulated" % (ranks, r0["nodes"], r0["ranks_per_node"]))
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("size (bytes)")
-        ax.set_ylabel("busbw (GB/s)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        log_axes(ax, "size (bytes)", "busbw (GB/s)")
         fig.tight_layout()
         fig.savefig(os.path.join(out, "busbw_%d.png" % ranks), dpi=110)
         plt.close(fig)
+
+
+def draw_curves(ax, curves):
+    """One line per algorithm, its points in x order."""
+    for algo, pts in curves.items():
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=algo, color=COLOURS.get(algo))
+
+
+def log_axes(ax, xlabel, ylabel):
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
 
 
 def scaling_plot(data, out):
@@ -66,16 +75,9 @@ def scaling_plot(data, out):
         for r in data:
             if int(r["bytes"]) == size:
                 curves[r["algo"]].append((int(r["ranks"]), float(r["time_us"])))
-        for algo, pts in curves.items():
-            pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=algo, color=COLOURS.get(algo))
+        draw_curves(ax, curves)
         ax.set_title("allreduce of %s, simulated" % size_label(size))
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("ranks (8 per node)")
-        ax.set_ylabel("time (us)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        log_axes(ax, "ranks (8 per node)", "time (us)")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "time_vs_ranks.png"), dpi=110)
     plt.close(fig)
