@@ -9,18 +9,24 @@ Status parseLinkCost(const std::string& text, const char* var, LinkCost* out) {
   char* end = nullptr;
   const char* s = text.c_str();
   double lat = std::strtod(s, &end);
-  double bw = 0;
+  double bw = 0, flight = 0;
   bool ok = end != s && *end == ',';
   if (ok) {
     const char* b = end + 1;
     bw = std::strtod(b, &end);
-    ok = end != b && *end == '\0' && lat >= 0 && bw > 0 && std::isfinite(lat) && std::isfinite(bw);
+    ok = end != b && (*end == '\0' || *end == ',') && lat >= 0 && bw > 0 && std::isfinite(lat) && std::isfinite(bw);
+  }
+  if (ok && *end == ',') {
+    const char* f = end + 1;
+    flight = std::strtod(f, &end);
+    ok = end != f && *end == '\0' && flight >= 0 && flight <= lat;
   }
   if (!ok)
     return makeErrorQuiet(STRATA_ERR_INVALID_ARGUMENT,
-                          "%s='%s' is not 'latency_us,GB/s' (two numbers, latency >= 0, bandwidth > 0)",
+                          "%s='%s' is not 'latency_us,GB/s[,in_flight_us]' (latency >= 0, bandwidth > 0, "
+                          "0 <= in-flight part <= latency)",
                           var, text.c_str());
-  *out = {lat, bw};
+  *out = {lat, bw, flight};
   return Status::ok();
 }
 

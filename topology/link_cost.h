@@ -14,10 +14,22 @@ namespace strata {
 struct LinkCost {
   double latencyUs;  // per hop
   double gbps;       // GB/s one way
+  // Of latencyUs, the time in flight (wire, switches, a NIC's DMA), which
+  // messages leaving a node together overlap. The rest is the node's own
+  // work per message (system calls and protocol processing over TCP, where
+  // it is all of it: 0; a NIC's per-message time over RDMA), which they pay
+  // one after another.
+  double inFlightUs = 0;
+
   double us(double bytes) const { return latencyUs + bytes / (gbps * 1e3); }
+  // The latency of `messages` messages that ranks of one node send at once,
+  // until the last arrives.
+  double burstUs(int messages) const { return latencyUs + (messages - 1) * (latencyUs - inFlightUs); }
 };
 
-// Parses "latency_us,GB/s" (e.g. "30,1.2"); `var` names the variable in errors.
+// Parses "latency_us,GB/s" (e.g. "30,1.2") or "latency_us,GB/s,in_flight_us"
+// (e.g. "1.6,25,1.5": all but 0.1 us of a message's latency overlaps
+// others'); `var` names the variable in errors.
 Status parseLinkCost(const std::string& text, const char* var, LinkCost* out);
 
 }  // namespace strata

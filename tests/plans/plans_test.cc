@@ -331,7 +331,10 @@ TEST(Plans, SelectionFollowsTheModelAndOverrides) {
   EXPECT_TRUE(parseLinkCost("30,1.5", "X", &l).isOk());
   EXPECT_EQ(l.latencyUs, 30);
   EXPECT_EQ(l.gbps, 1.5);
-  for (const char* text : {"", "30", "30,", "30,0", "-1,2", "a,b", "1,2,3", "1,inf"}) {
+  EXPECT_EQ(l.burstUs(4), 120);  // over TCP all of a crossing's latency queues
+  EXPECT_TRUE(parseLinkCost("1.6,25,1.5", "X", &l).isOk());
+  EXPECT_NEAR(l.burstUs(8), 2.3, 1e-9);  // over RDMA only the NIC's 0.1 us per message
+  for (const char* text : {"", "30", "30,", "30,0", "-1,2", "a,b", "1,2,3", "1,2,-1", "1,2,", "1,2,1,1", "1,inf"}) {
     Status s = parseLinkCost(text, "STRATA_COST_NET", &l);
     EXPECT_EQ(s.code(), STRATA_ERR_INVALID_ARGUMENT) << text;
     EXPECT_NE(s.message().find("STRATA_COST_NET"), std::string::npos) << s.message();
