@@ -70,7 +70,7 @@ RoundCost roundCost(const CostView& v, const Fold& f, int bit) {
     }
   }
   if (crossers == 0) return {v.model.shm, v.model.shm.latencyUs};
-  return {v.model.net, crossers * v.model.net.latencyUs};
+  return {v.model.net, v.model.net.burstUs(crossers)};
 }
 
 double foldCostUs(const CostView& v, const Fold& f, double bytes) {

@@ -51,10 +51,11 @@ void appendExchange(std::vector<Step>& steps, const Exchange& x, uint64_t slotEl
 
 // One round of exchanges at distance `bit` in the virtual order, as the cost
 // model sees it: the slowest link a pair uses, and the round's latency.
-// Ranks of one node whose partners are on other nodes cross at once, and a
-// crossing's latency is mostly work on the node (system calls, protocol
-// processing, a NIC's per-message cost), which queues: the round pays the
-// network latency once per crossing rank of the busiest node.
+// Ranks of one node whose partners are on other nodes cross at once, and the
+// part of a crossing's latency that is work on the node (all of it over TCP:
+// system calls, protocol processing; a NIC's per-message time over RDMA)
+// queues: the round pays LinkCost::burstUs of the busiest node's crossing
+// ranks.
 struct RoundCost {
   const LinkCost& link;
   double latencyUs;

@@ -87,11 +87,11 @@ double bruckAllgatherUs(const CostView& v, double blockBytes) {
   double us = 0;
   for (int dist = 1; dist < n; dist *= 2) {
     // Every rank sends at once: as recursive doubling's rounds (pairwise.cc),
-    // a round that crosses pays the network latency once per crossing rank
-    // of the node with the most, since crossings that start together queue.
+    // a round that crosses pays the queued part of the network latency once
+    // per crossing rank of the node with the most (LinkCost::burstUs).
     const int crossers = v.mostCrossing(-dist);
     const LinkCost& l = crossers ? v.model.net : v.model.shm;
-    us += std::max(1, crossers) * l.latencyUs + std::min(dist, n - dist) * blockBytes / (l.gbps * 1e3) / efficiency;
+    us += l.burstUs(std::max(1, crossers)) + std::min(dist, n - dist) * blockBytes / (l.gbps * 1e3) / efficiency;
   }
   return us;
 }

@@ -147,12 +147,13 @@ double bruckReduceScatterUs(const CostView& v, double blockBytes) {
   const double efficiency = n > 2 ? kExchangeEfficiency : 1;
   double us = 0;
   for (int dist = 1; dist < n; dist *= 2) {
-    // As Bruck's allgather rounds: a round that crosses pays the network
-    // latency once per crossing rank of the node with the most.
+    // As Bruck's allgather rounds: a round that crosses pays the queued part
+    // of the network latency once per crossing rank of the node with the
+    // most (LinkCost::burstUs).
     const int crossers = v.mostCrossing(dist);
     const LinkCost& l = crossers ? v.model.net : v.model.shm;
     const double bytes = roundBlocks(n, dist) * blockBytes;
-    us += std::max(1, crossers) * l.latencyUs + bytes / (l.gbps * 1e3) / efficiency + v.reduceUs(bytes);
+    us += l.burstUs(std::max(1, crossers)) + bytes / (l.gbps * 1e3) / efficiency + v.reduceUs(bytes);
   }
   return us;
 }

@@ -154,20 +154,17 @@ TEST(Sim, ExtrapolationMatchesExactPlay) {
 // the algorithms it may pick, on 64 ranks (8 nodes of 8) of the default
 // InfiniBand model. Where the pick is more than 10% slower it is listed in
 // knownWrong, as found: the test fails when a new one appears and when one
-// is fixed. All are the tree where recursive doubling or halving-doubling
-// is 1.8-7.1x faster: the model charges rd and hd a network latency per
-// crossing rank of a node in each round (pairwise.h's RoundCost: on TCP a
-// crossing's latency is work on the node, which queues), where on this
-// fabric only the NIC's 0.1 us per message queues; and it prices the tree
-// as fully pipelined, where its plan keeps about two chunks in flight per
-// channel (reduce chunk c+1, then broadcast chunk c, in order) and a lone
-// 256 KiB chunk crosses 14 shared-memory hops one whole chunk at a time.
-// Issue 21 asks for every pick within 10%: until the model is mended, this
-// pins how far it is from that.
+// is fixed. Since a crossing round queues only the NIC's 0.1 us per message
+// of each crossing rank (LinkCost::burstUs, the simulator's level's in-flight
+// part), rd and hd take the small sizes the tree took. One is left: at
+// 256 KiB hd, 1.13x hier, whose estimate (hierarchical.cc) still charges a
+// whole network latency per crossing rank. Issue 21 asks for every pick
+// within 10% (bench/README.md, "bench/sim", says what else is off at 1,024
+// and 16,384 ranks).
 TEST(Sim, CostModelMissesOnlyTheKnownCases) {
   Scenario sc;
   sc.topo = {8, 8, 1, 16, 1.0};
-  const std::set<std::string> knownWrong = {"8:tree", "64:tree", "512:tree", "4096:tree", "32768:tree", "262144:tree"};
+  const std::set<std::string> knownWrong = {"262144:hd"};
   std::set<std::string> wrong;
   for (int k = 3; k <= 24; k += 3) {
     const uint64_t bytes = uint64_t(1) << k;

@@ -168,7 +168,10 @@ Outcome simulate(const AllreduceAlgorithm& algo, const Scenario& sc, uint64_t by
 }
 
 CostModel costModelOf(const NetModel& m) {
-  return CostModel{{m.shm.latencyUs, m.shm.gbps}, {m.nic.latencyUs + m.msgOverheadUs, m.nic.gbps}};
+  // Of a network message's latency only the NIC's per-message time queues
+  // behind the node's other messages: the rest is in flight.
+  return CostModel{{m.shm.latencyUs, m.shm.gbps, m.shm.latencyUs},
+                   {m.nic.latencyUs + m.msgOverheadUs, m.nic.gbps, m.nic.latencyUs}};
 }
 
 const AllreduceAlgorithm* pickOf(const Scenario& sc, uint64_t bytes) {

@@ -60,7 +60,9 @@ void buildPlans(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout
                 int nchannels, PlanSet& plans);
 
 // The cost model strata would rate this cluster with: a shared-memory hop
-// and a network hop, at the model's latencies and bandwidths.
+// and a network hop, at the model's latencies and bandwidths, a network
+// message's queued part the NIC's per-message time (as STRATA_COST_NET's
+// third number gives it).
 CostModel costModelOf(const NetModel& model);
 
 // The cost model's pick for `bytes` (Tuning::create / chooseAllreduce), and
