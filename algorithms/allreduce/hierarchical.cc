@@ -10,6 +10,17 @@
 // flat ring's 2(n-1)/n per crossing rank, and the network hops are 2(N-1)
 // instead of 2(n-1).
 //
+// A slice spans `crossPieces` slots per local rank, so that the ring between
+// nodes, which cuts a local rank's block into one block per node, moves at
+// least slot / kCrossBlockSlotFraction a step: with a slot per local rank, as the flat
+// ring's slices, 2,048 nodes would cut a 256 KiB slot into 128-byte steps,
+// each paying a message's overhead, and a 4 GiB plan would hold 8.4 M steps.
+// The node's rings take the blocks a slot at a time. Steps per rank: 2 local
+// per slot of its blocks (the node's rings) and 2 (nodes - 1) per slice (the
+// ring between nodes), about 2 nodes + 4 bytes / slot in all: at 16,384
+// ranks, 65,528 steps at 4 GiB, as many as the flat ring's 2 bytes / slot
+// once the buffer passes n slots.
+//
 // Nodes with different rank counts split the slice differently; step 2 then
 // works on the segments where no node's block boundary falls, each reduced
 // among the ranks whose blocks contain it. Every rank walks its segments in
@@ -30,6 +41,20 @@ namespace {
 // One node, or one rank per node: nothing to split into levels.
 bool flat(int nodes, int nranks) { return nodes == 1 || nodes == nranks; }
 
+// The least a step of the ring between nodes moves, where the data allows:
+// an eighth of a slot (32 KiB at the default 256 KiB) keeps a NIC's
+// per-message time small beside the bytes, while a slice still holds few
+// enough slots that one slice's node phases overlap another's network phase
+// (strata-sim at 1,024 and 16,384 ranks, 64 MiB-4 GiB: within 2.3% of the
+// best of a half, an eighth and a 32nd of a slot; bench/README.md).
+constexpr uint64_t kCrossBlockSlotFraction = 8;
+
+// Slots per local rank in a slice: one up to 8 nodes (the flat ring's slice),
+// then enough that a block per node holds slot / kCrossBlockSlotFraction.
+uint64_t crossPieces(int nodes) {
+  return std::max<uint64_t>(1, (nodes + kCrossBlockSlotFraction - 1) / kCrossBlockSlotFraction);
+}
+
 void buildHierarchicalAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
                                 std::vector<ChannelPlan>& plans) {
   if (!shape.layout || flat(shape.layout->nodes(), shape.nranks))
@@ -42,8 +67,11 @@ void buildHierarchicalAllreduce(const PlanShape& shape, uint64_t count, int ncha
   const uint64_t align = shape.alignElems();
   int fewest = shape.nranks;
   for (const auto& n : h.nodes) fewest = std::min(fewest, static_cast<int>(n.ranks.size()));
-  // Every node's block is at most a slot.
-  const uint64_t sliceMax = shape.slotElems() * fewest;
+  // The node with the fewest ranks has blocks of crossPieces slots; a
+  // segment of a block is then at most `nodes` slots (crossPieces <= nodes),
+  // so every step of the ring between nodes fits a slot.
+  const uint64_t slot = shape.slotElems();
+  const uint64_t sliceMax = slot * crossPieces(nodes) * fewest;
   const RingGroup nodeRing{mine.data(), static_cast<int>(mine.size()), local};
   const uint8_t crossIn = mine.size() > 1 ? kInFromOutput : 0;
   std::vector<int> members(nodes);
@@ -55,7 +83,7 @@ void buildHierarchicalAllreduce(const PlanShape& shape, uint64_t count, int ncha
     auto [begin, end] = channelRange(count, nchannels, ch, align);
     for (uint64_t slice = begin; slice < end; slice += sliceMax) {
       const uint64_t elems = std::min(sliceMax, end - slice);
-      appendRingReduceScatter(steps, nodeRing, slice, elems, align);
+      appendRingReduceScatter(steps, nodeRing, slice, elems, align, slot);
       // Segments of this rank's block: cut wherever some node's block ends.
       const Range block = ringBlock(elems, nodeRing.n, local, align);
       cuts.assign({block.begin, block.end});
@@ -80,7 +108,7 @@ void buildHierarchicalAllreduce(const PlanShape& shape, uint64_t count, int ncha
         const RingGroup cross{members.data(), nodes, node};
         appendRingAllreduce(steps, cross, slice + a, cuts[i + 1] - a, align, crossIn);
       }
-      appendRingAllgather(steps, nodeRing, slice, elems, align);
+      appendRingAllgather(steps, nodeRing, slice, elems, align, slot);
     }
   }
 }
@@ -98,10 +126,10 @@ double hierUs(const CostView& v, double bytes) {
   // the node's memory phases of one slice overlap the network phase of
   // another: the slower level sets the pace, and the faster one shows only
   // while the pipeline fills and drains (docs/design.md has the
-  // measurement).
+  // measurement). A slice is crossPieces slots per local rank.
   const double shmUs = 2 * (local - 1) * (bytes / local) / (v.model.shm.gbps * 1e3);
   const double netUs = 2 * (nodes - 1) * (bytes / local / nodes) / (v.model.net.gbps * 1e3);
-  const double slice = static_cast<double>(v.shape.slotBytes) * local;
+  const double slice = static_cast<double>(v.shape.slotBytes) * local * crossPieces(nodes);
   const double fill = std::min(1.0, slice / bytes);
   const double latencyUs =
       2 * (local - 1) * v.model.shm.latencyUs + 2 * (nodes - 1) * local * v.model.net.latencyUs;

@@ -30,12 +30,14 @@ void appendRingAllreduce(std::vector<Step>& steps, const RingGroup& g, uint64_t 
 
 // Reduce-scatter only: this member's block of the slice ends in the output,
 // reduced over the group but not finished (kPartial). Nothing for one member.
+// Blocks may span several slots: the ring goes round once per `stepElems`
+// (at most a slot) of a block, each step moving that part of one block.
 void appendRingReduceScatter(std::vector<Step>& steps, const RingGroup& g, uint64_t off, uint64_t elems,
-                             uint64_t align);
+                             uint64_t align, uint64_t stepElems);
 
 // Allgather only: this member's block goes from the output to every member's
-// output. Nothing for one member.
+// output, `stepElems` of each block per round. Nothing for one member.
 void appendRingAllgather(std::vector<Step>& steps, const RingGroup& g, uint64_t off, uint64_t elems,
-                         uint64_t align);
+                         uint64_t align, uint64_t stepElems);
 
 }  // namespace strata

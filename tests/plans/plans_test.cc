@@ -379,6 +379,53 @@ TEST(Plans, EveryAlgorithmOnEveryLayout) {
   }
 }
 
+// Beyond 8 nodes hier's slices span several slots per local rank, and the
+// node rings take each block a slot at a time: even and uneven nodes, counts
+// from under a slot to several slices, in place or not, on 1 and 2 channels.
+TEST(Plans, HierOnManyNodesMatchesReference) {
+  std::vector<std::vector<int>> layouts;
+  std::vector<int> even(18), uneven;
+  for (int r = 0; r < 18; ++r) even[r] = r / 2;  // 9 nodes x 2
+  for (int node = 0; node < 17; ++node)          // 17 nodes of 1, 2 or 3 ranks
+    for (int k = 0; k <= node % 3; ++k) uneven.push_back(node);
+  layouts.push_back(even);
+  layouts.push_back(uneven);
+  const AllreduceAlgorithm& hier = *findAllreduce("hier");
+  const uint64_t slotElems = kSlotBytes / 4;
+  for (const auto& nodeOf : layouts) {
+    const int n = static_cast<int>(nodeOf.size());
+    const Layout layout = layoutOf(nodeOf);
+    for (uint64_t count : {uint64_t(13), slotElems * 3 + 7, slotElems * n * 5 + 29})
+      for (int channels : {1, 2}) {
+        fillAndCheck<float>(n, channels, hier, STRATA_FLOAT32, STRATA_SUM, count, channels == 2, &layout);
+        fillAndCheck<int32_t>(n, channels, hier, STRATA_INT32, STRATA_MAX, count, channels == 1, &layout);
+      }
+  }
+}
+
+// hier's plan at 16,384 ranks (2,048 nodes x 8) stays O(n) steps up to
+// 4 GiB: its ring between nodes never cuts a block below an eighth of a slot
+// (at a slot per local rank and slice it grew with bytes x nodes: 8.4 M steps
+// at 4 GiB), and no step exceeds a slot.
+TEST(Plans, HierPlanAtScaleIsLinearInRanks) {
+  const int n = 16384;
+  const Layout layout = Layout::blocks(n, 2048);
+  const size_t slotBytes = 256 << 10;
+  const AllreduceAlgorithm& hier = *findAllreduce("hier");
+  for (uint64_t bytes : {uint64_t(64) << 20, uint64_t(1) << 30, uint64_t(4) << 30}) {
+    const PlanShape shape{n / 2 + 1, n, 4, slotBytes, 4, &layout};
+    const int nch = shape.channelsFor(bytes);
+    std::vector<ChannelPlan> plans(nch);
+    hier.build(shape, bytes / 4, nch, plans);
+    size_t steps = 0;
+    for (const auto& p : plans) {
+      steps += p.steps.size();
+      for (const Step& s : p.steps) ASSERT_LE(s.count * 4, slotBytes) << primName(s.prim);
+    }
+    EXPECT_LE(steps, size_t(5) * n) << bytes << " bytes";
+  }
+}
+
 // The tree over nodes: every node reaches a root by its parent links, each
 // link matches a child entry, and the crossings are the fewer of the two
 // shapes', counted here by walking the parent links of each.
