@@ -20,16 +20,24 @@ struct LinkCost {
   // it is all of it: 0; a NIC's per-message time over RDMA), which they pay
   // one after another.
   double inFlightUs = 0;
+  // Whether gbps is the node's, which ranks of a node sending at once share
+  // (a NIC), or each connection's own (TCP between namespaces here, where a
+  // connection's bytes are copied by its own rank's core).
+  bool shared = false;
 
   double us(double bytes) const { return latencyUs + bytes / (gbps * 1e3); }
   // The latency of `messages` messages that ranks of one node send at once,
   // until the last arrives.
   double burstUs(int messages) const { return latencyUs + (messages - 1) * (latencyUs - inFlightUs); }
+  // How many of `messages` sent at once by ranks of one node each message's
+  // bytes wait for.
+  int sharers(int messages) const { return shared ? messages : 1; }
 };
 
-// Parses "latency_us,GB/s" (e.g. "30,1.2") or "latency_us,GB/s,in_flight_us"
-// (e.g. "1.6,25,1.5": all but 0.1 us of a message's latency overlaps
-// others'); `var` names the variable in errors.
+// Parses "latency_us,GB/s" (e.g. "30,1.2"), then optionally the in-flight
+// part (e.g. "1.6,25,1.5": all but 0.1 us of a message's latency overlaps
+// others') and the word "shared" (e.g. "1.6,25,1.5,shared": a node's ranks
+// share the bandwidth); `var` names the variable in errors.
 Status parseLinkCost(const std::string& text, const char* var, LinkCost* out);
 
 }  // namespace strata

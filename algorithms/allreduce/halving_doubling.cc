@@ -83,7 +83,7 @@ double hdUs(const CostView& v, double bytes) {
   for (int bit = 1; bit < f.p; bit *= 2) {
     part /= 2;
     const RoundCost r = roundCost(v, f, bit);
-    t += 2 * (r.latencyUs + part / (r.link.gbps * 1e3) / efficiency) + v.reduceUs(part);
+    t += 2 * r.us(part, efficiency) + v.reduceUs(part);
   }
   return t;
 }

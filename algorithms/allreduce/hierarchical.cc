@@ -118,8 +118,8 @@ double hierUs(const CostView& v, double bytes) {
   if (flat(nodes, v.shape.nranks)) return kRingAllreduce.costUs(v, bytes);
   const int local = v.mostPerNode();
   // Each local rank runs its own ring over the nodes on 1/local of the
-  // buffer, over its own connections, all crossing at once (pairwise.h's
-  // RoundCost says why that costs a latency per crossing rank). The buffer
+  // buffer, over its own connections, all crossing at once (a step pays
+  // their burstUs: pairwise.h's RoundCost says why). The buffer
   // goes slice by slice (a slot per local rank). Within a slice each phase
   // waits for the one before, as halving-doubling's rounds do
   // (kExchangeEfficiency), but a rank's sends run ahead of its receives, so
@@ -132,7 +132,7 @@ double hierUs(const CostView& v, double bytes) {
   const double slice = static_cast<double>(v.shape.slotBytes) * local * crossPieces(nodes);
   const double fill = std::min(1.0, slice / bytes);
   const double latencyUs =
-      2 * (local - 1) * v.model.shm.latencyUs + 2 * (nodes - 1) * local * v.model.net.latencyUs;
+      2 * (local - 1) * v.model.shm.latencyUs + 2 * (nodes - 1) * v.model.net.burstUs(local);
   return latencyUs + (std::max(shmUs, netUs) + fill * std::min(shmUs, netUs)) / kExchangeEfficiency +
          v.reduceUs(bytes * (local - 1) / local + bytes / local * (nodes - 1) / nodes);
 }

@@ -69,8 +69,8 @@ RoundCost roundCost(const CostView& v, const Fold& f, int bit) {
         crossers = std::max(crossers, ++perNode[v.shape.layout->hierarchy.nodeOf[v.shape.rankAt(pos)]]);
     }
   }
-  if (crossers == 0) return {v.model.shm, v.model.shm.latencyUs};
-  return {v.model.net, v.model.net.burstUs(crossers)};
+  if (crossers == 0) return {v.model.shm, 1, v.model.shm.latencyUs};
+  return {v.model.net, v.model.net.sharers(crossers), v.model.net.burstUs(crossers)};
 }
 
 double foldCostUs(const CostView& v, const Fold& f, double bytes) {

@@ -50,15 +50,21 @@ struct Exchange {
 void appendExchange(std::vector<Step>& steps, const Exchange& x, uint64_t slotElems);
 
 // One round of exchanges at distance `bit` in the virtual order, as the cost
-// model sees it: the slowest link a pair uses, and the round's latency.
-// Ranks of one node whose partners are on other nodes cross at once, and the
-// part of a crossing's latency that is work on the node (all of it over TCP:
-// system calls, protocol processing; a NIC's per-message time over RDMA)
-// queues: the round pays LinkCost::burstUs of the busiest node's crossing
-// ranks.
+// model sees it. Ranks of one node whose partners are on other nodes cross
+// at once: the part of each crossing's latency that is work on the node (all
+// of it over TCP: system calls, protocol processing; a NIC's per-message
+// time over RDMA) queues (LinkCost::burstUs), and on a link whose bandwidth
+// is the node's (LinkCost::shared, a NIC) their bytes share it, so the
+// busiest node's crossing ranks set the round's time.
 struct RoundCost {
   const LinkCost& link;
-  double latencyUs;
+  int sharers;       // ranks whose bytes share the link (1 in memory: a port per rank)
+  double latencyUs;  // until the last of their messages arrives
+
+  // Moving `bytes` from every rank, at `efficiency` of the link's rate.
+  double us(double bytes, double efficiency = 1) const {
+    return latencyUs + sharers * bytes / (link.gbps * 1e3) / efficiency;
+  }
 };
 RoundCost roundCost(const CostView& v, const Fold& f, int bit);
 // The fold and the hand-back around the rounds: `bytes` over the slowest

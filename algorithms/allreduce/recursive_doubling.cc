@@ -48,7 +48,7 @@ double rdUs(const CostView& v, double bytes) {
   double t = foldCostUs(v, f, bytes);
   for (int bit = 1; bit < f.p; bit *= 2) {
     const RoundCost r = roundCost(v, f, bit);
-    t += r.latencyUs + bytes / (r.link.gbps * 1e3) + v.reduceUs(bytes);
+    t += r.us(bytes) + v.reduceUs(bytes);
   }
   return t;
 }

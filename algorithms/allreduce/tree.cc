@@ -14,6 +14,7 @@
 // the same way, each rank folding each child's partial in front of what it
 // holds, children in a fixed order: the same bits at any chunking.
 #include <algorithm>
+#include <cmath>
 
 #include "allreduce.h"
 #include "cost_model.h"
@@ -130,16 +131,43 @@ void buildTreeAllreduce(const PlanShape& shape, uint64_t count, int nchannels,
 
 double treeUs(const CostView& v, double bytes) {
   const int chain = v.mostPerNode() - 1;
-  const LinkCost& slow = v.nodes() > 1 ? v.model.net : v.model.shm;
-  // Up and down, each hop once per chunk. Pipelined, the links work at once:
-  // the slowest carries the buffer once each way, and the busiest rank (a
-  // node leader with two child nodes and a chain) moves it four times, the
-  // moves beyond the slow link's at memory speed.
-  const double fanout = v.nodes() > 2 ? 4 : (v.nodes() > 1 ? 3 : 2);
-  const double latencyUs =
-      2 * chain * v.model.shm.latencyUs + NodeTree::of(v.nodes()).crossings() * v.model.net.latencyUs;
-  return latencyUs + bytes / (slow.gbps * 1e3) + (fanout - 1) * bytes / (v.model.shm.gbps * 1e3) +
-         v.reduceUs(bytes * (fanout - 1));
+  const int nodes = v.nodes();
+  const int crossings = NodeTree::of(nodes).crossings();
+  const LinkCost& slow = nodes > 1 ? v.model.net : v.model.shm;
+  // Pipelined, the links work at once: the slowest carries `b` bytes once
+  // each way, and the busiest rank (a node leader with two child nodes and a
+  // chain) moves them four times, the moves beyond the slow link's at
+  // memory speed.
+  const double fanout = nodes > 2 ? 4 : (nodes > 1 ? 3 : 2);
+  auto paceUs = [&](double b) {
+    return b / (slow.gbps * 1e3) + (fanout - 1) * b / (v.model.shm.gbps * 1e3) + v.reduceUs(b * (fanout - 1));
+  };
+  // Over connections that each rank's core copies (TCP here: not shared),
+  // the tree keeps this price, up and down each hop once per chunk, fully
+  // pipelined: the picks it gives were measured on this machine
+  // (bench/README.md), and pricing the trip below there moves picks from
+  // 2x4 to 16x8 ranks that were not.
+  if (!slow.shared) return 2 * chain * v.model.shm.latencyUs + crossings * v.model.net.latencyUs + paceUs(bytes);
+  // On a NIC fabric (shared), as strata-sim plays the plan: one chunk's trip
+  // from the deepest rank to the root and back, where every rank takes the
+  // whole chunk before it folds and sends it on, so each hop costs the
+  // chunk's bytes as well as its latency. On the way up it is folded once
+  // per chain hop and, at each leader, once per child node (two a level,
+  // and the two roots one more): as many times as it crosses, up and down.
+  // A leader's fold of its chain child waits for nothing from above, so it
+  // overlaps the child nodes' crossings.
+  const int nch = v.shape.channelsFor(static_cast<uint64_t>(bytes));
+  const double perChannel = bytes / nch;
+  const double chunk = std::min(perChannel, static_cast<double>(v.shape.slotBytes));
+  const double chunks = std::ceil(perChannel / chunk);
+  const double tripUs = 2 * chain * v.model.shm.us(chunk) + crossings * v.model.net.us(chunk) +
+                        (chain + crossings) * v.reduceUs(chunk);
+  // A rank reduces chunk c+1 and then broadcasts chunk c, in order, so its
+  // next reduction waits for the broadcast of the chunk before, which has
+  // climbed to the root and come back: two chunks per trip are in flight.
+  // Where the trip is short, the busiest rank's pace over the rest of the
+  // buffer sets the time instead.
+  return tripUs + std::max(paceUs(bytes - chunk * nch), (chunks - 1) / 2 * tripUs);
 }
 
 }  // namespace

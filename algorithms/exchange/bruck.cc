@@ -88,10 +88,13 @@ double bruckAllgatherUs(const CostView& v, double blockBytes) {
   for (int dist = 1; dist < n; dist *= 2) {
     // Every rank sends at once: as recursive doubling's rounds (pairwise.cc),
     // a round that crosses pays the queued part of the network latency once
-    // per crossing rank of the node with the most (LinkCost::burstUs).
+    // per crossing rank of the node with the most (LinkCost::burstUs), and
+    // on a shared link their bytes one after another.
     const int crossers = v.mostCrossing(-dist);
     const LinkCost& l = crossers ? v.model.net : v.model.shm;
-    us += l.burstUs(std::max(1, crossers)) + std::min(dist, n - dist) * blockBytes / (l.gbps * 1e3) / efficiency;
+    const int senders = std::max(1, crossers);
+    us += l.burstUs(senders) +
+          l.sharers(senders) * std::min(dist, n - dist) * blockBytes / (l.gbps * 1e3) / efficiency;
   }
   return us;
 }

@@ -16,7 +16,7 @@ namespace strata {
 
 struct CostModel {
   LinkCost shm;  // between ranks of a node
-  LinkCost net;  // between nodes (per node: its ranks share it)
+  LinkCost net;  // between nodes (LinkCost::shared: whether a node's ranks share its bandwidth)
 };
 
 // With more than one round each way, an algorithm whose rounds wait for

@@ -149,11 +149,13 @@ double bruckReduceScatterUs(const CostView& v, double blockBytes) {
   for (int dist = 1; dist < n; dist *= 2) {
     // As Bruck's allgather rounds: a round that crosses pays the queued part
     // of the network latency once per crossing rank of the node with the
-    // most (LinkCost::burstUs).
+    // most (LinkCost::burstUs), and on a shared link their bytes one after
+    // another.
     const int crossers = v.mostCrossing(dist);
     const LinkCost& l = crossers ? v.model.net : v.model.shm;
+    const int senders = std::max(1, crossers);
     const double bytes = roundBlocks(n, dist) * blockBytes;
-    us += l.burstUs(std::max(1, crossers)) + bytes / (l.gbps * 1e3) / efficiency + v.reduceUs(bytes);
+    us += l.burstUs(senders) + l.sharers(senders) * bytes / (l.gbps * 1e3) / efficiency + v.reduceUs(bytes);
   }
   return us;
 }

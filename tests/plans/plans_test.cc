@@ -334,7 +334,15 @@ TEST(Plans, SelectionFollowsTheModelAndOverrides) {
   EXPECT_EQ(l.burstUs(4), 120);  // over TCP all of a crossing's latency queues
   EXPECT_TRUE(parseLinkCost("1.6,25,1.5", "X", &l).isOk());
   EXPECT_NEAR(l.burstUs(8), 2.3, 1e-9);  // over RDMA only the NIC's 0.1 us per message
-  for (const char* text : {"", "30", "30,", "30,0", "-1,2", "a,b", "1,2,3", "1,2,-1", "1,2,", "1,2,1,1", "1,inf"}) {
+  EXPECT_EQ(l.sharers(8), 1);              // each connection its own bandwidth, as over TCP here
+  EXPECT_TRUE(parseLinkCost("1.6,25,1.5,shared", "X", &l).isOk());
+  EXPECT_EQ(l.sharers(8), 8);  // a NIC's bandwidth, which the node's 8 crossing ranks share
+  EXPECT_NEAR(l.inFlightUs, 1.5, 1e-9);
+  EXPECT_TRUE(parseLinkCost("20,0.6,shared", "X", &l).isOk());
+  EXPECT_TRUE(l.shared);
+  EXPECT_EQ(l.inFlightUs, 0);
+  for (const char* text : {"", "30", "30,", "30,0", "-1,2", "a,b", "1,2,3", "1,2,-1", "1,2,", "1,2,1,1", "1,inf",
+                           "1,2,1,", "1,2,1,sharedx", "1,2,shared,1", "1,2,,shared"}) {
     Status s = parseLinkCost(text, "STRATA_COST_NET", &l);
     EXPECT_EQ(s.code(), STRATA_ERR_INVALID_ARGUMENT) << text;
     EXPECT_NE(s.message().find("STRATA_COST_NET"), std::string::npos) << s.message();
