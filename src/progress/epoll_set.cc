@@ -18,9 +18,7 @@ Status EpollSet::open() {
   ep_ = epoll_create1(EPOLL_CLOEXEC);
   if (ep_ >= 0) return Status::ok();
   const int err = errno;
-  return STRATA_ERROR(STRATA_ERR_SYSTEM, "epoll_create1() for a progress thread failed: %s%s",
-                      errnoText(err).c_str(),
-                      err == EMFILE || err == ENFILE ? " (out of file descriptors: raise ulimit -n)" : "");
+  return STRATA_ERROR(STRATA_ERR_SYSTEM, "epoll_create1() for a progress thread failed: %s", errnoText(err).c_str());
 }
 
 EpollSet::~EpollSet() {

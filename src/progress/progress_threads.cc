@@ -49,9 +49,8 @@ Status ProgressThreads::openDescriptors() {
     const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (fd < 0) {
       const int err = errno;
-      return STRATA_ERROR(STRATA_ERR_SYSTEM, "eventfd() for progress thread %d of %d failed: %s%s", i, nthreads_,
-                          errnoText(err).c_str(),
-                          err == EMFILE || err == ENFILE ? " (out of file descriptors: raise ulimit -n)" : "");
+      return STRATA_ERROR(STRATA_ERR_SYSTEM, "eventfd() for progress thread %d of %d failed: %s", i, nthreads_,
+                          errnoText(err).c_str());
     }
     wakeFds_.push_back(fd);
     sleepers_.push_back(std::make_unique<EpollSet>());

@@ -1,5 +1,6 @@
 #include "status.h"
 
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -51,7 +52,10 @@ Status makeErrorQuiet(strata_result_t code, const char* fmt, ...) {
 
 std::string errnoText(int err) {
   char buf[256];
-  return strerror_r(err, buf, sizeof(buf));  // GNU variant returns the text
+  std::string text = strerror_r(err, buf, sizeof(buf));  // GNU variant returns the text
+  // Whichever call ran out, the fix is the same.
+  if (err == EMFILE || err == ENFILE) text += " (out of file descriptors: raise ulimit -n)";
+  return text;
 }
 
 }  // namespace strata

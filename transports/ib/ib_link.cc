@@ -119,8 +119,7 @@ Status Link::init() {
   readyFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (readyFd_ < 0) {
     const int err = errno;
-    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: eventfd() failed: %s%s", errnoText(err).c_str(),
-                        err == EMFILE || err == ENFILE ? " (out of file descriptors: raise ulimit -n)" : "");
+    return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: eventfd() failed: %s", errnoText(err).c_str());
   }
   cq_ = ibv_create_cq(device_.context(), cqe, nullptr, events_, 0);
   if (!cq_) return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: ibv_create_cq(%d) failed: %s", cqe, errnoText(errno).c_str());
