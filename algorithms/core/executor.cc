@@ -86,6 +86,18 @@ const char* primName(Prim prim) {
   return "?";
 }
 
+std::vector<int> peersOf(const PlanSet& plans, int self, int nranks) {
+  std::vector<bool> talks(nranks, false);
+  for (const ChannelPlan& plan : plans)
+    for (const Step& step : plan.steps)
+      for (int peer : {step.recvPeer, step.sendPeer})
+        if (peer >= 0 && peer != self) talks[peer] = true;
+  std::vector<int> peers;
+  for (int p = 0; p < nranks; ++p)
+    if (talks[p]) peers.push_back(p);
+  return peers;
+}
+
 Advance PlanExecutor::advance(const ChannelPlan& plan, size_t* cursor, const OpContext& ctx,
                               const ChannelLinks& links, Status* error) {
   // A step that is not ready is retried a few times right here: its data is

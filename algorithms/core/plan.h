@@ -129,4 +129,8 @@ void forEachChannel(const PlanShape& shape, uint64_t count, int nchannels, std::
 
 const char* primName(Prim prim);
 
+// The ranks other than `self` that `plans` send to or receive from, ascending:
+// what the operation needs connected.
+std::vector<int> peersOf(const PlanSet& plans, int self, int nranks);
+
 }  // namespace strata

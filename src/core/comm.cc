@@ -1,5 +1,7 @@
 #include "comm.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 #include <thread>
@@ -26,6 +28,15 @@ constexpr double kStallReportSeconds = 0.5;
 // a storm of connections, and a timeout's report is left to strata_comm_dump.
 constexpr int kStallReportMaxRanks = 512;
 
+void abortAll(const Connections& made) {
+  for (const auto& channel : made.send)
+    for (const auto& c : channel)
+      if (c) c->abort();
+  for (const auto& channel : made.recv)
+    for (const auto& c : channel)
+      if (c) c->abort();
+}
+
 }  // namespace
 
 Status Comm::create(const boot::BootstrapConfig& config, const CommOverrides& overrides,
@@ -38,8 +49,10 @@ Status Comm::create(const boot::BootstrapConfig& config, const CommOverrides& ov
 
 Comm::~Comm() {
   fault::stopDumpOnSignal(this);
-  // First: its thread may fail() the communicator on a peer's revoke.
+  // First: its thread may fail() the communicator on a peer's revoke, or
+  // start a thread that connects a pair (lazy_ waits for those).
   control_.reset();
+  lazy_.reset();
   if (stager_) drainStreams();
   // Threads first: they may be driving channels that point at connectors.
   threads_.reset();
@@ -100,17 +113,32 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
     channels_[ch].timeline = timeline_.get();
     channels_[ch].index = ch;
     channels_[ch].links = linksOf(connections_, ch);
-    hasSockets_ |= !channels_[ch].links.pollers.empty();
+    if (!channels_[ch].links.pollers.empty()) hasSockets_ = true;
   }
   STRATA_CHECK(ProgressThreads::start(channels_, *this, config_.nthreads, spins_, rank_, &threads_));
+  if (config_.lazyConnect) {
+    std::vector<bool> connected(nranks_);
+    for (int p = 0; p < nranks_; ++p) connected[p] = p == rank_ || !transports_[peerTransport_[p]]->connectsPairs();
+    lazy_ = std::make_unique<LazyLinks>(
+        rank_, std::move(connected), config_.timeoutSeconds,
+        [this](int peer, double deadline, int* fd) {
+          return control_->reach(peer, fault::Message::Connect, deadline, fd, /*patient=*/true);
+        },
+        [this](int peer, OutOfBand& oob) { return connectPair(peer, oob); });
+  }
   // Last: a peer's revoke may come as soon as it exists, and fail() then
-  // needs the channels and threads.
-  STRATA_CHECK(fault::ControlPlane::create(*bootstrap_, bootstrap_->secret(), bootstrap_->commTag(),
-                                           [this](int from) {
-                                             fail(makeErrorQuiet(STRATA_ERR_REVOKED,
-                                                                 "rank %d revoked the communicator", from));
-                                           },
-                                           opLog_, &control_));
+  // needs the channels and threads; so may a peer's request to connect.
+  STRATA_CHECK(fault::ControlPlane::create(
+      *bootstrap_, bootstrap_->secret(), bootstrap_->commTag(),
+      [this](int from) { fail(makeErrorQuiet(STRATA_ERR_REVOKED, "rank %d revoked the communicator", from)); },
+      [this](int from, int fd) {
+        if (!lazy_) {
+          close(fd);
+          return;
+        }
+        lazy_->serve(from, fd, [this](const Status& s) { fail(s); });
+      },
+      opLog_, &control_));
   fault::dumpOnSignal(this, [this] {
     STRATA_WARN(COLL, "stall report, rank %d of %d:\n%s", rank_, nranks_,
                 stallReport(true, nowSeconds() + kStallReportSeconds).c_str());
@@ -213,6 +241,7 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
     connections_.recv[ch].resize(nranks_);
   }
   for (size_t t = 0; t < transports_.size(); ++t) {
+    if (connectsLater(t)) continue;  // pair by pair, when first needed (LazyLinks)
     ConnectRequest req{bootstrap_.get(), &hosts,           peersOf[t],     bootstrap_->commTag(),
                        bootstrap_->secret(), shape_.nchannels, shape_.slotBytes, config_.nslots};
     STRATA_CHECK(transports_[t]->connect(req, connections_));
@@ -220,15 +249,73 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
   return Status::ok();
 }
 
+Status Comm::connectPair(int peer, OutOfBand& oob) {
+  Connections made;
+  made.send.resize(shape_.nchannels);
+  made.recv.resize(shape_.nchannels);
+  for (int ch = 0; ch < shape_.nchannels; ++ch) {
+    made.send[ch].resize(nranks_);
+    made.recv[ch].resize(nranks_);
+  }
+  ConnectRequest req{&oob, &bootstrap_->hosts(), {peer}, bootstrap_->commTag(), bootstrap_->secret(),
+                     shape_.nchannels, shape_.slotBytes, config_.nslots};
+  STRATA_CHECK(transports_[peerTransport_[peer]]->connect(req, made));
+  adopt(made, {peer});
+  return Status::ok();
+}
+
+void Comm::adopt(Connections& made, const std::vector<int>& peers) {
+  std::lock_guard<std::mutex> lock(linksMutex_);
+  for (int ch = 0; ch < shape_.nchannels; ++ch)
+    for (int peer : peers) {
+      auto& send = connections_.send[ch][peer] = std::move(made.send[ch][peer]);
+      auto& recv = connections_.recv[ch][peer] = std::move(made.recv[ch][peer]);
+      channels_[ch].addLinks(peer, send.get(), recv.get());
+      if ((send && send->needsProgress()) || (recv && recv->needsProgress())) hasSockets_ = true;
+      // fail() aborted what it found: these came after.
+      if (failed()) {
+        if (send) send->abort();
+        if (recv) recv->abort();
+      }
+    }
+}
+
+Status Comm::link(const std::vector<int>& peers) {
+  if (!lazy_) return Status::ok();
+  // From the next rank up, wrapping: where every rank needs every other (an
+  // alltoall), each is then asked by about one rank at a time, not all by all.
+  const size_t first = std::upper_bound(peers.begin(), peers.end(), rank_) - peers.begin();
+  for (size_t k = 0; k < peers.size(); ++k) {
+    const int peer = peers[(first + k) % peers.size()];
+    Status s = lazy_->ensure(peer);
+    if (s.isOk()) continue;
+    // Ranks waiting on this one in the call that needed the pair learn it
+    // from their connectors, as from any lost peer.
+    fail(s);
+    return s;
+  }
+  return Status::ok();
+}
+
+int Comm::connectedPeers() const {
+  if (lazy_) return lazy_->connectedCount();
+  return nranks_ - 1;
+}
+
 Status Comm::avoidShortTransports(const topo::HostInfo& self) {
   const auto& hosts = bootstrap_->hosts();
   // What each transport chosen here lacks on this host, voted by every rank.
   struct Vote {
     uint32_t shortMask;  // bit t: transport t is short here
+    uint32_t lazy;       // STRATA_CONNECT=lazy: asked here, where every rank's answer is heard
     char why[512];
   } mine{};
+  mine.lazy = config_.lazyConnect;
   const ConnectRequest sizing{nullptr, nullptr, {}, 0, {}, shape_.nchannels, shape_.slotBytes, config_.nslots};
   for (size_t t = 0; t < transports_.size() && t < 32; ++t) {
+    // Pairs connected when first needed cannot be counted ahead: a shortage
+    // is that pair's error, when it comes.
+    if (connectsLater(t)) continue;
     const size_t npeers = std::count(peerTransport_.begin(), peerTransport_.end(), static_cast<int>(t));
     const std::string why = npeers ? transports_[t]->shortOf(sizing, npeers) : "";
     if (why.empty()) continue;
@@ -237,6 +324,11 @@ Status Comm::avoidShortTransports(const topo::HostInfo& self) {
   }
   std::vector<Vote> votes(nranks_);
   STRATA_CHECK(bootstrap_->allgather(&mine, votes.data(), sizeof(Vote)));
+  for (int r = 0; r < nranks_; ++r)
+    if (votes[r].lazy != mine.lazy)
+      return STRATA_INVALID_ARG("ranks %d and %d disagree: STRATA_CONNECT=%s and %s; every rank of a communicator "
+                                "needs the same", rank_, r, mine.lazy ? "lazy" : "eager",
+                                votes[r].lazy ? "lazy" : "eager");
   // A transport short on a host is left out of that host's pairs, on both
   // ends alike: every rank reads the same votes.
   bool warned = false;
@@ -407,6 +499,9 @@ Status Comm::build(const CollCall& call, PlannedCall* planned) {
   STRATA_CHECK(planner_.plan(call, shape, device ? deviceTuning_ : tuning_, owned->plans, &planned->choice));
   owned->scratch.resize(planned->choice.scratchElems * elemSize);
   planned->plans = std::shared_ptr<const PlanSet>(owned, &owned->plans);
+  // Device plans run over the cuda transport's connectors, all made at once.
+  planned->peers = device ? std::vector<int>() : peersOf(owned->plans, rank_, nranks_);
+  planned->linked = planned->peers.empty();
 
   OpContext& ctx = planned->ctx;
   ctx = OpContext{};
@@ -470,6 +565,14 @@ Status Comm::run(const CollCall& call, Request* request) {
 
 Status Comm::submitGroup(const std::vector<P2pOp>& ops, bool callerWaits, Request* request,
                          const std::vector<InputGate*>* gates) {
+  if (lazy_) {
+    std::vector<int> peers;
+    for (const P2pOp& op : ops)
+      if (op.peer != rank_) peers.push_back(op.peer);
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    STRATA_CHECK(link(peers));
+  }
   STRATA_CHECK(describeP2pGroup(ops, rank_, &p2pSeqs_, &request->messages, &p2pSpec_));
   request->seq = 0;
   request->p2pGroup = opLog_.p2pGroup();
@@ -713,14 +816,12 @@ void Comm::fail(const Status& why) {
   // too would race it, and fail some peers as "aborted" instead of revoked.
   if (why.code() == STRATA_ERR_REVOKED) return;
   // Tell every peer at once, so ranks that wait on others than us fail too.
-  for (Channel& ch : channels_) ch.abortLinks();
+  {
+    std::lock_guard<std::mutex> lock(linksMutex_);
+    abortAll(connections_);
+  }
   std::lock_guard<std::mutex> lock(deviceMutex_);
-  for (const auto& channel : deviceConnections_.send)
-    for (const auto& c : channel)
-      if (c) c->abort();
-  for (const auto& channel : deviceConnections_.recv)
-    for (const auto& c : channel)
-      if (c) c->abort();
+  abortAll(deviceConnections_);
 }
 
 std::string Comm::stallReport(bool full, double deadline) const {

@@ -18,6 +18,7 @@
 #include "channel.h"
 #include "comm_config.h"
 #include "control_plane.h"
+#include "lazy_links.h"
 #include "op_log.h"
 #include "log.h"
 #include "p2p_group.h"
@@ -105,7 +106,9 @@ class Comm final : public FailureSink {
   // How long a waiting thread spins before yielding (STRATA_SPIN's choice).
   int64_t spins() const { return spins_; }
   // Whether some connector needs progress() calls (a waiter may sleep on it).
-  bool hasSockets() const { return hasSockets_; }
+  bool hasSockets() const { return hasSockets_.load(std::memory_order_relaxed); }
+  // How many peers this rank holds connections to now.
+  int connectedPeers() const;
   // Whether some machine of the job runs more of its ranks than it has cores.
   bool oversubscribed() const { return oversubscribed_; }
 
@@ -136,6 +139,17 @@ class Comm final : public FailureSink {
   Comm() = default;
   Status init(const boot::BootstrapConfig& bootConfig, const CommOverrides& overrides);
   Status connectTransports(const topo::HostInfo& self);
+  // Whether transports_[t]'s pairs connect when first needed, not at init.
+  bool connectsLater(size_t t) const { return config_.lazyConnect && transports_[t]->connectsPairs(); }
+  // Connects one pair over `oob` (its two ranks at once), after init:
+  // LazyLinks calls it, on the caller's thread or the control plane's.
+  Status connectPair(int peer, OutOfBand& oob);
+  // Connectors made for `peers` (at init, or by connectPair), kept, and
+  // handed to the channels; aborted at once if the communicator failed.
+  void adopt(Connections& made, const std::vector<int>& peers);
+  // Makes sure every rank in `peers` (ascending) is connected, connecting
+  // those that are not; their failure fails the communicator.
+  Status link(const std::vector<int>& peers);
   // Moves the pairs whose transport lacks something on their host
   // (Transport::shortOf: /dev/shm too small for shm's segments) to the next
   // transport that reaches them, saying why; or fails, saying why, under
@@ -183,6 +197,10 @@ class Comm final : public FailureSink {
     const CollCall& call = tuner_.empty() ? given : (withRule = tuned(given, nullptr), withRule);
     *planned = PlanKey::cacheable(call) ? cache_.find(PlanKey::of(call)) : nullptr;
     if (!*planned) STRATA_CHECK(planMiss(call, planned));
+    if (!(*planned)->linked) {
+      STRATA_CHECK(link((*planned)->peers));
+      (*planned)->linked = true;
+    }
     return Status::ok();
   }
   void start(const CollCall& call, const PlannedCall& planned, OpContext* ctx) {
@@ -230,7 +248,7 @@ class Comm final : public FailureSink {
   CommOverrides overrides_;
   CommConfig config_;
   int64_t spins_ = 0;
-  bool hasSockets_ = false;
+  std::atomic<bool> hasSockets_{false};
   bool oversubscribed_ = false;
   PlanShape shape_{};
   Tuning tuning_;
@@ -253,7 +271,13 @@ class Comm final : public FailureSink {
   std::unique_ptr<fault::ControlPlane> control_;
   std::vector<std::unique_ptr<Transport>> transports_;
   std::vector<int> peerTransport_;  // index into transports_, per rank
+  // Connectors by channel and peer, made at init or later by connectPair
+  // (under linksMutex_, which fail() takes to abort them from any thread).
+  std::mutex linksMutex_;
   Connections connections_;
+  // Pairs connected at the first call that needs them; null under
+  // STRATA_CONNECT=eager. Made before control_, which serves its requests.
+  std::unique_ptr<LazyLinks> lazy_;
   // GPU to GPU, where connectDevice() made it: the cuda transport and its
   // connectors (under deviceMutex_, which fail() takes to abort them from
   // any thread), and plans with their own slot size and tuning (rings and

@@ -42,6 +42,10 @@ Status CommConfig::fromParams(const CommOverrides& overrides, CommConfig* out) {
   STRATA_CHECK(parseLinkCost(params::costNet(), "STRATA_COST_NET", &c.cost.net));
   c.ntBytes = static_cast<size_t>(std::max<int64_t>(0, params::ntBytes()));
   c.transport = params::transport();
+  if (params::connect() != "lazy" && params::connect() != "eager")
+    return STRATA_INVALID_ARG("STRATA_CONNECT='%s' must be lazy (connect each pair at the first call that needs it) or "
+                              "eager (every pair at init)", params::connect().c_str());
+  c.lazyConnect = params::connect() == "lazy";
   if (params::gpuChunkBytes() < 4096 || params::gpuChunkBytes() > (int64_t(1) << 30))
     return STRATA_INVALID_ARG("STRATA_GPU_CHUNK_BYTES=%lld must be in 4096..1073741824",
                               (long long)params::gpuChunkBytes());

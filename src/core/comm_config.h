@@ -36,6 +36,7 @@ struct CommConfig {
   CostModel cost;             // STRATA_COST_SHM, STRATA_COST_NET
   size_t ntBytes = 0;         // STRATA_NT_BYTES
   std::string transport;      // STRATA_TRANSPORT
+  bool lazyConnect = true;    // STRATA_CONNECT=lazy
   size_t gpuChunkBytes = 0;         // STRATA_GPU_CHUNK_BYTES
   size_t gpuStagingCacheBytes = 0;  // STRATA_GPU_STAGING_CACHE_BYTES
   int gpuDirect = 1;                // STRATA_GPU_DIRECT: 0 never, 1 where possible, 2 required

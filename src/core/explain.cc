@@ -104,17 +104,9 @@ Status Comm::explain(const CollCall& call, std::string* json) const {
   PlanSet plans(shape_.nchannels);
   PlanChoice built;
   STRATA_CHECK(planner.plan(tuned(call, nullptr), shape, tuning_, plans, &built));
-  std::vector<bool> talks(nranks_, false);
-  for (const ChannelPlan& plan : plans)
-    for (const Step& step : plan.steps)
-      for (int peer : {step.recvPeer, step.sendPeer})
-        if (peer >= 0 && peer != rank_) talks[peer] = true;
   std::string peers;
-  int connected = 0;
-  for (int p = 0; p < nranks_; ++p) {
-    if (talks[p]) peers += formatText("%s%d", peers.empty() ? "" : ",", p);
-    connected += p != rank_ && channels_[0].links.send[p] != nullptr;
-  }
+  for (int p : peersOf(plans, rank_, nranks_)) peers += formatText("%s%d", peers.empty() ? "" : ",", p);
+  const int connected = connectedPeers();
   // Pieces, not one formatText: its buffer is 1 KiB, a record of many ranks is not.
   *json = formatText("{\"collective\":%s,\"count\":%llu,\"datatype\":%s,\"bytes\":%llu,\"rank\":%d,"
                      "\"ranks\":%d,\"nodes\":%d,\"algorithm\":%s,\"channels\":%d,\"slot_bytes\":%zu,"

@@ -54,6 +54,10 @@ struct PlannedCall {
   PlanChoice choice;
   OpContext ctx;
   std::shared_ptr<const PlanSet> plans;
+  std::vector<int> peers;  // the ranks its plans send to or receive from, ascending
+  // Every one of `peers` was connected at a call with these plans: pairs
+  // connected once stay so, so later calls skip the check.
+  mutable bool linked = false;
 };
 
 class PlanCache {

@@ -26,14 +26,15 @@ std::string rankName(int rank) { return "rank " + std::to_string(rank) + "'s con
 }  // namespace
 
 Status ControlPlane::create(OutOfBand& oob, const security::Secret& secret, uint64_t commTag,
-                            std::function<void(int)> onRevoke, const OpLog& log,
-                            std::unique_ptr<ControlPlane>* out) {
+                            std::function<void(int)> onRevoke, std::function<void(int, int)> onConnect,
+                            const OpLog& log, std::unique_ptr<ControlPlane>* out) {
   std::unique_ptr<ControlPlane> cp(new ControlPlane());
   cp->log_ = &log;
   cp->rank_ = oob.rank();
   cp->commTag_ = commTag;
   cp->secret_ = secret;
   cp->onRevoke_ = std::move(onRevoke);
+  cp->onConnect_ = std::move(onConnect);
   sockets::ListenRecord mine{};
   if (oob.size() > 1) {
     sockets::Interface iface;
@@ -94,6 +95,11 @@ void ControlPlane::serve() {
         close(in.fd);
         onRevoke_(c.rank);
         break;
+      case Message::Connect:
+        // Served here, while this rank's caller does whatever it does: a
+        // peer's isend must not wait for this rank to make a call.
+        onConnect_(c.rank, in.fd);
+        break;
       case Message::Snapshot: {
         // Whatever this rank's callers are doing: the log is read through atomics.
         const OpSnapshot snap = log_->snapshot(rank_);
@@ -117,11 +123,11 @@ void ControlPlane::serve() {
   }
 }
 
-Status ControlPlane::reach(int peer, Message message, double deadline, int* fd) const {
+Status ControlPlane::reach(int peer, Message message, double deadline, int* fd, bool patient) const {
   const security::Claim claim{kControlPurpose, commTag_, rank_, peer, static_cast<int32_t>(message), size(), 0, 0};
   uint32_t flags = 0;
   return security::connectAndProve(addrs_[peer], secret_, claim, deadline, rankName(peer).c_str(), fd, &flags,
-                                   /*retry=*/false);
+                                   /*retry=*/false, /*retryDropped=*/patient);
 }
 
 bool ControlPlane::alive(int peer, double deadline) const {

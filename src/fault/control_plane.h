@@ -2,7 +2,8 @@
 // the bootstrap (whose root may be the rank that died) and from every
 // transport (whose connections a failure breaks), through which ranks reach
 // each other about the communicator itself: a revoke, a shrink's agreement,
-// and the plain question "is that rank's process still there?".
+// a pair of ranks connecting at the first call that needs them, and the
+// plain question "is that rank's process still there?".
 //
 // Each rank listens on the interface the tcp transport would use
 // (STRATA_SOCKET_IFNAME) from init until the communicator is destroyed, so a
@@ -40,6 +41,7 @@ enum class Message : int32_t {
   Revoke = 2,   // the sender revoked the communicator
   Propose = 3,  // a shrink proposal follows, and the answer goes back
   Snapshot = 4, // the receiver answers with its operation log (op_log.h)
+  Connect = 5,  // the sender needs the pair connected (core/lazy_links.h)
 };
 
 // A connection that reached this rank with a proposal, waiting for the
@@ -53,10 +55,13 @@ class ControlPlane {
  public:
   // Collective over `oob` (every rank of the communicator): listens, and
   // learns every rank's address. `onRevoke(rank)` runs on the control
-  // plane's thread when `rank` revoked the communicator; `log` is what it
-  // answers a snapshot request with, read from that thread.
+  // plane's thread when `rank` revoked the communicator, and
+  // `onConnect(rank, fd)` when `rank` asked to connect the pair (it owns
+  // the proven socket `fd` from then on); `log` is what it answers a
+  // snapshot request with, read from that thread.
   static Status create(OutOfBand& oob, const security::Secret& secret, uint64_t commTag,
-                       std::function<void(int)> onRevoke, const OpLog& log, std::unique_ptr<ControlPlane>* out);
+                       std::function<void(int)> onRevoke, std::function<void(int, int)> onConnect, const OpLog& log,
+                       std::unique_ptr<ControlPlane>* out);
   ~ControlPlane();
   ControlPlane(const ControlPlane&) = delete;
   ControlPlane& operator=(const ControlPlane&) = delete;
@@ -68,7 +73,9 @@ class ControlPlane {
   // blocking socket in *fd, or STRATA_ERR_REMOTE when nothing listens there
   // any more (the process died or destroyed the communicator) and
   // STRATA_ERR_TIMEOUT when nothing answered (its host or link is down).
-  Status reach(int peer, Message message, double deadline, int* fd) const;
+  // `patient`: a connection its gate drops unanswered (many ranks asking at
+  // once) is tried again until the deadline.
+  Status reach(int peer, Message message, double deadline, int* fd, bool patient = false) const;
   // Whether `peer`'s process still serves this communicator.
   bool alive(int peer, double deadline) const;
   // Tells every other rank that this one revoked the communicator, each
@@ -102,6 +109,7 @@ class ControlPlane {
   security::Secret secret_{};
   std::vector<SockAddr> addrs_;
   std::function<void(int)> onRevoke_;
+  std::function<void(int, int)> onConnect_;
   const OpLog* log_ = nullptr;
   int listenFd_ = -1;
   int wakeFd_ = -1;

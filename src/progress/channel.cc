@@ -31,11 +31,22 @@ void Channel::commit() {
   tail_.store(tail + 1, std::memory_order_release);
 }
 
-void Channel::abortLinks() {
-  for (SendConnector* s : links.send)
-    if (s) s->abort();
-  for (RecvConnector* r : links.recv)
-    if (r) r->abort();
+void Channel::addLinks(int peer, SendConnector* send, RecvConnector* recv) {
+  std::lock_guard<std::mutex> lock(addedMutex_);
+  addedLinks_.push_back({peer, send, recv});
+  added_.store(true, std::memory_order_release);
+}
+
+void Channel::adoptAdded() {
+  std::lock_guard<std::mutex> lock(addedMutex_);
+  for (const Added& a : addedLinks_) {
+    links.send[a.peer] = a.send;
+    links.recv[a.peer] = a.recv;
+    for (Connector* end : {static_cast<Connector*>(a.send), static_cast<Connector*>(a.recv)})
+      if (end && end->needsProgress()) links.pollers.push_back(end);
+  }
+  addedLinks_.clear();
+  added_.store(false, std::memory_order_relaxed);
 }
 
 Advance Channel::advanceOnDevice(ChannelOp& op, Status* error) {
@@ -136,6 +147,7 @@ void Channel::noteSteps(const ChannelPlan& plan, const OpContext& ctx, size_t fr
 bool Channel::runAhead(FailureSink& comm) {
   const uint64_t head = head_.load(std::memory_order_relaxed);
   const uint64_t tail = tail_.load(std::memory_order_acquire);
+  adoptLinks();  // for the operations up to tail
   // Connectors claimed by unfinished single messages queued earlier: a
   // message may not overtake another one on the same connector.
   uint64_t claimed[kDepth];
@@ -165,8 +177,12 @@ bool Channel::runAhead(FailureSink& comm) {
 
 bool Channel::runNow(const ChannelPlan& plan, const OpContext& ctx, FailureSink& comm, int64_t spins,
                      Status* status) {
-  if (hasWork() || !links.pollers.empty()) return false;
-  if (busy_.test_and_set(std::memory_order_acquire)) return false;
+  if (hasWork() || busy_.test_and_set(std::memory_order_acquire)) return false;
+  adoptLinks();
+  if (!links.pollers.empty()) {
+    busy_.clear(std::memory_order_release);
+    return false;
+  }
   WaitPolicy wait(spins);
   size_t cursor = 0;
   // Read once: the loop below spins, and a member would be reloaded each turn.
@@ -215,6 +231,7 @@ bool Channel::drive(FailureSink& comm, SleepSet* sleep) {
       retireHead();
       continue;
     }
+    adoptLinks();  // hasWork() saw the operation: what was added before it is there too
     Status error;
     if (timeline && op.started == 0) op.started = op.stepStarted = nowSeconds();
     const size_t from = op.cursor;

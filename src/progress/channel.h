@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "executor.h"
@@ -108,10 +109,12 @@ class Channel {
   bool runNow(const ChannelPlan& plan, const OpContext& ctx, FailureSink& comm, int64_t spins,
               Status* status);
 
-  // Every connector of the channel's host links, told that this rank
-  // failed (its device links' are the communicator's to abort: they may be
-  // made while the channel runs).
-  void abortLinks();
+  // Connectors to `peer` made while the channel may be running (pairs
+  // connected at the first call that needs them): taken into `links` by
+  // whoever drives the channel next, before it runs any step of an
+  // operation queued after this call. Whoever aborts them on failure does so
+  // from where they were made: `links` is read without a lock.
+  void addLinks(int peer, SendConnector* send, RecvConnector* recv);
 
  private:
   void failAll(const Status& why);
@@ -135,7 +138,21 @@ class Channel {
     blockedSince_ = 0;
   }
 
+  // Its driver (busy_ held) takes in what addLinks() left.
+  void adoptLinks() {
+    if (added_.load(std::memory_order_acquire)) adoptAdded();
+  }
+  void adoptAdded();
+
   std::atomic_flag busy_ = ATOMIC_FLAG_INIT;
+  struct Added {
+    int peer;
+    SendConnector* send;
+    RecvConnector* recv;
+  };
+  std::mutex addedMutex_;
+  std::vector<Added> addedLinks_;
+  std::atomic<bool> added_{false};
   ChannelOp ops_[kDepth];
   std::atomic<uint64_t> head_{0};
   std::atomic<uint64_t> tail_{0};

@@ -70,7 +70,7 @@ bool setBlocking(int fd, bool blocking) {
 }  // namespace
 
 Status connectAndProve(const SockAddr& addr, const Secret& secret, const Claim& claim, double deadline,
-                       const char* peer, int* fd, uint32_t* peerFlags, bool retry) {
+                       const char* peer, int* fd, uint32_t* peerFlags, bool retry, bool retryDropped) {
   double pause = 0.005;
   for (;;) {
     int s = -1;
@@ -83,7 +83,8 @@ Status connectAndProve(const SockAddr& addr, const Secret& secret, const Claim& 
     }
     close(s);
     if (attempt == Attempt::Failed) return error;
-    if (!retry) return STRATA_ERROR(STRATA_ERR_REMOTE, "%s closed the connection during the handshake", peer);
+    if (!retry && !retryDropped)
+      return STRATA_ERROR(STRATA_ERR_REMOTE, "%s closed the connection during the handshake", peer);
     if (nowSeconds() + pause >= deadline)
       return STRATA_ERROR(STRATA_ERR_TIMEOUT,
                           "%s kept closing the connection before the handshake completed, until "

@@ -27,9 +27,11 @@ namespace strata::security {
 // its flags. An answer whose MAC does not check out fails at once: the peer
 // holds another secret. `peer` names the acceptor in messages. Without
 // `retry`, one attempt (net::connectTo's): for acceptors known to be up, whose
-// refusal means that their process is gone.
+// refusal means that their process is gone; with `retryDropped` as well, a
+// connection the acceptor drops before answering (its Gate full of other
+// ranks' connections) is tried again until the deadline.
 Status connectAndProve(const SockAddr& addr, const Secret& secret, const Claim& claim, double deadline,
-                       const char* peer, int* fd, uint32_t* peerFlags, bool retry = true);
+                       const char* peer, int* fd, uint32_t* peerFlags, bool retry = true, bool retryDropped = false);
 
 // A connection whose peer proved the secret. The claim is authenticated (it is
 // the one the peer made, unaltered) but it is still only what a holder of the

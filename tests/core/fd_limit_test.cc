@@ -2,11 +2,13 @@
 // and an epoll instance, and a communicator that cannot have them fails at
 // init with an error naming the call and the limit to raise, instead of
 // starting threads that can neither sleep nor be woken. A rank whose limit
-// cannot hold its tcp sockets fails every rank's init before any connects.
+// cannot hold its tcp sockets fails every rank's init before any connects,
+// or, with pairs connected when first needed, the first call that needs them.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -68,9 +70,10 @@ TEST(FdLimit, ProgressThreadsThatCannotHaveTheirDescriptorsFailInit) {
 }
 
 // A rank whose descriptor limit cannot hold its tcp sockets (3 ranks, 64
-// sockets per peer, room for 100 more descriptors on rank 1): every rank's
-// init fails before connecting, naming rank 1, the descriptors needed and
-// left, and what to change.
+// sockets per peer, room for 100 more descriptors on rank 1), every pair
+// connected at init (STRATA_CONNECT=eager): every rank's init fails before
+// connecting, naming rank 1, the descriptors needed and left, and what to
+// change.
 TEST(FdLimit, TooFewDescriptorsForTcpFailsEveryRankBeforeConnecting) {
   auto outcomes = runRanks(3, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
     if (rank == 1 && !leaveDescriptors(100, rep)) return;
@@ -85,7 +88,32 @@ TEST(FdLimit, TooFewDescriptorsForTcpFailsEveryRankBeforeConnecting) {
     for (const char* part : {"rank 1 cannot connect over tcp", "more file descriptors (ulimit -n", "tcp peers",
                              "STRATA_NSOCKS (1 x 64)", "raise ulimit -n"})
       if (error.find(part) == std::string::npos) rep.fail("the error lacks '%s': %s", part, error.c_str());
-  }, {{"STRATA_TRANSPORT", "tcp"}, {"STRATA_NSOCKS", "64"}, {"STRATA_NCHANNELS", "1"}, {"STRATA_TIMEOUT", "20"}});
+  }, {{"STRATA_TRANSPORT", "tcp"}, {"STRATA_NSOCKS", "64"}, {"STRATA_NCHANNELS", "1"}, {"STRATA_TIMEOUT", "20"},
+      {"STRATA_CONNECT", "eager"}});
+  expectAllPassed(outcomes);
+}
+
+// The same ranks with pairs connected when first needed: init succeeds
+// (nothing is connected yet), and the first call that needs rank 1's pairs
+// fails on every rank, well before STRATA_TIMEOUT, with rank 1 saying
+// which limit to raise.
+TEST(FdLimit, TooFewDescriptorsForTcpFailsTheFirstCallOnEveryRank) {
+  auto outcomes = runRanks(3, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    if (rank == 1 && !leaveDescriptors(100, rep)) return;
+    strata_comm_t comm = nullptr;
+    if (!rep.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+    float x = 1;
+    const auto start = std::chrono::steady_clock::now();
+    const strata_result_t rc = strata_allreduce(&x, &x, 1, STRATA_FLOAT32, STRATA_SUM, comm);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string error = strata_comm_last_error(comm);
+    if (rc == STRATA_SUCCESS) rep.fail("allreduce succeeded with 128 sockets and 100 descriptors left on rank 1");
+    if (took > 10) rep.fail("allreduce failed only after %.1f s: %s", took, error.c_str());
+    if (rank == 1 && error.find("ulimit -n") == std::string::npos)
+      rep.fail("rank 1's error lacks the ulimit -n hint: %s", error.c_str());
+    strata_comm_abort(comm);
+  }, {{"STRATA_TRANSPORT", "tcp"}, {"STRATA_NSOCKS", "64"}, {"STRATA_NCHANNELS", "1"}, {"STRATA_TIMEOUT", "20"},
+      {"STRATA_ALGO", "ring"}});
   expectAllPassed(outcomes);
 }
 

@@ -16,6 +16,10 @@ class OutOfBand {
   // out[r * bytes .. (r + 1) * bytes) receives rank r's `in`.
   virtual Status allgather(const void* in, void* out, size_t bytes) = 0;
   virtual Status barrier() = 0;
+  // Whether another rank of the exchange gave up on it (a pair whose other
+  // rank failed its half): a transport waiting for that rank's connections
+  // stops waiting. Checked now and then while it waits.
+  virtual bool abandoned() { return false; }
 };
 
 }  // namespace strata

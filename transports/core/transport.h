@@ -48,6 +48,12 @@ class Transport {
   // Collective: every rank calls it (with its own peers, possibly none). Fills
   // the entries of `out` for req.peers. The transport outlives its connectors.
   virtual Status connect(const ConnectRequest& req, Connections& out) = 0;
+  // Whether connect() may also be called for one pair at a time after init:
+  // by both ranks of the pair only, over an OutOfBand whose allgather fills
+  // just their two records, from any thread, several pairs at once, while
+  // this transport's other connectors run. Such a transport's pairs connect
+  // at the first call that needs them (STRATA_CONNECT=lazy).
+  virtual bool connectsPairs() const { return false; }
 };
 
 // Every transport built into this library, in order of preference, each

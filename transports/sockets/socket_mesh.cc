@@ -39,6 +39,9 @@ Status admitLower(const ConnectRequest& req, int listenFd, uint64_t magic, int p
   security::Gate gate(listenFd, req.secret, magic, me, 0);
   while (toAccept > 0) {
     if (stop.load()) return makeErrorQuiet(STRATA_ERR_INTERNAL, "stopped: connecting to higher ranks failed");
+    if (req.oob->abandoned())
+      return STRATA_ERROR(STRATA_ERR_REMOTE, "a lower rank gave up connecting to this one (rank %d; its own error says "
+                          "why)", req.peers.front());
     security::Admitted a;
     if (!gate.next(std::min(deadline, nowSeconds() + 0.1), &a).isOk()) {
       if (nowSeconds() < deadline) continue;

@@ -17,6 +17,8 @@ class TcpTransport final : public Transport {
   // this process may still open (ulimit -n).
   std::string shortOf(const ConnectRequest& req, size_t npeers) const override;
   Status connect(const ConnectRequest& req, Connections& out) override;
+  // Each call listens on its own port and keeps no state between calls.
+  bool connectsPairs() const override { return true; }
 };
 
 }  // namespace strata::tcp
