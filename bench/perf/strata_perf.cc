@@ -551,27 +551,42 @@ double openFiles() {
   return d ? n - 3 : -1;  // ".", ".." and the directory's own descriptor
 }
 
+// The peers this rank holds connections to (strata_comm_explain's
+// "connected_peers"); -1 if it cannot say.
+double connectedPeers(strata_comm_t comm) {
+  std::vector<char> record(1 << 20);
+  if (strata_comm_explain(comm, "allreduce", 1, STRATA_FLOAT64, record.data(), record.size(), nullptr) !=
+      STRATA_SUCCESS)
+    return -1;
+  const char* at = std::strstr(record.data(), "\"connected_peers\":");
+  return at ? std::atof(at + 18) : -1;
+}
+
 // --resources: what this rank's init took, its first 8-byte allreduce (the
 // first call builds plans and, lazily, anything else it needs), and the
-// process's open files, threads and resident memory after the table;
-// rank 0 prints the largest and the mean over the ranks.
+// process's open files, threads and resident memory after the table, the
+// peers it holds connections to and its open files per such peer; rank 0
+// prints the largest and the mean over the ranks.
 void reportResources(strata_comm_t comm, double initSeconds, double firstSeconds) {
   int rank = 0, nranks = 1;
   strata_comm_rank(comm, &rank);
   strata_comm_size(comm, &nranks);
-  const double mine[5] = {initSeconds * 1e3, firstSeconds * 1e3, openFiles(), procStatus("Threads"),
-                          procStatus("VmRSS")};
-  double most[5], sum[5];
-  if (strata_allreduce(mine, most, 5, STRATA_FLOAT64, STRATA_MAX, comm) != STRATA_SUCCESS ||
-      strata_allreduce(mine, sum, 5, STRATA_FLOAT64, STRATA_SUM, comm) != STRATA_SUCCESS) {
+  const double peers = connectedPeers(comm), files = openFiles();
+  const double mine[7] = {initSeconds * 1e3, firstSeconds * 1e3, files, procStatus("Threads"),
+                          procStatus("VmRSS"), peers, files / std::max(1.0, peers)};
+  double most[7], sum[7];
+  if (strata_allreduce(mine, most, 7, STRATA_FLOAT64, STRATA_MAX, comm) != STRATA_SUCCESS ||
+      strata_allreduce(mine, sum, 7, STRATA_FLOAT64, STRATA_SUM, comm) != STRATA_SUCCESS) {
     std::fprintf(stderr, "strata-perf: rank %d: gathering --resources: %s\n", rank, strata_comm_last_error(comm));
     throw Fail{};
   }
   if (rank != 0) return;
   auto mean = [&](int i) { return sum[i] / nranks; };
   std::printf("# resources over %d ranks (largest / mean): init %.1f / %.1f ms; first 8-byte allreduce %.2f / %.2f "
-              "ms; open files %.0f / %.1f; threads %.0f / %.1f; RSS %.0f / %.0f KiB\n",
-              nranks, most[0], mean(0), most[1], mean(1), most[2], mean(2), most[3], mean(3), most[4], mean(4));
+              "ms; open files %.0f / %.1f; threads %.0f / %.1f; RSS %.0f / %.0f KiB; connected peers %.0f / %.1f; "
+              "open files per connected peer %.2f / %.2f\n",
+              nranks, most[0], mean(0), most[1], mean(1), most[2], mean(2), most[3], mean(3), most[4], mean(4),
+              most[5], mean(5), most[6], mean(6));
   std::fflush(stdout);
 }
 
