@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <set>
 #include <string>
+#include <vector>
 
 #include "planner.h"
 #include "sweep.h"
@@ -150,42 +150,52 @@ TEST(Sim, ExtrapolationMatchesExactPlay) {
   }
 }
 
-// The cost model's pick (Tuning) against the best the simulator finds among
-// the algorithms it may pick, on 64 ranks (8 nodes of 8) of the default
-// InfiniBand model. Where the pick is more than 10% slower it is listed in
-// knownWrong, as found: the test fails when a new one appears and when one
-// is fixed. Since a crossing round queues only the NIC's 0.1 us per message
-// of each crossing rank (LinkCost::burstUs, the simulator's level's in-flight
-// part), rd and hd take the small sizes the tree took. One is left: at
-// 256 KiB hd, 1.13x hier, whose estimate (hierarchical.cc) still charges a
-// whole network latency per crossing rank. Issue 21 asks for every pick
-// within 10% (bench/README.md, "bench/sim", says what else is off at 1,024
-// and 16,384 ranks).
-TEST(Sim, CostModelMissesOnlyTheKnownCases) {
-  Scenario sc;
-  sc.topo = {8, 8, 1, 16, 1.0};
-  const std::set<std::string> knownWrong = {"262144:hd"};
-  std::set<std::string> wrong;
-  for (int k = 3; k <= 24; k += 3) {
-    const uint64_t bytes = uint64_t(1) << k;
-    double bestUs = INFINITY, pickUs = NAN;
-    const AllreduceAlgorithm* pick = pickOf(sc, bytes);
-    ASSERT_NE(pick, nullptr);
-    std::string best;
-    for (const AllreduceAlgorithm* a : allreduceAlgorithms()) {
-      if (a->has(kReproducibleOnly) || (a->has(kUpToOneshotBytes) && bytes > sc.oneshotBytes)) continue;
-      const Outcome o = simulate(*a, sc, bytes);
-      if (!o.carried) continue;
-      if (o.timeUs < bestUs) bestUs = o.timeUs, best = a->name;
-      if (a == pick) pickUs = o.timeUs;
-    }
-    if (pickUs > 1.10 * bestUs) {
-      wrong.insert(std::to_string(bytes) + ":" + pick->name);
-      std::printf("pick wrong at %llu B: %s %.1f us, %s %.1f us (%.2fx)\n", (unsigned long long)bytes, pick->name,
-                  pickUs, best.c_str(), bestUs, pickUs / bestUs);
+// Issue 21's bound: the cost model's pick (Tuning, with strata-sim's levels:
+// a NIC's in-flight latency and shared bandwidth) is within 10% of the best
+// the simulator finds among the algorithms it may pick, at 64 and 1,024
+// ranks (8 and 128 nodes of 8, the default InfiniBand model) and the sweep's
+// sizes, 8 B and 16 B to 4 GiB by 4 (bench/sim/run; 16,384 ranks take
+// minutes: bench/README.md has strata-sim's count there). Plays beyond 2^18
+// steps are extended linearly from two smaller ones (sweep.cc), which keeps
+// the test to seconds; it moves no time that decides a case (hier on 1,024
+// ranks at 1 and 4 GiB comes out 10-16% high, 1.3-1.5x the ring either way).
+//
+// One case misses: 64 ranks at 256 KiB, hd (84.7 us) against hier (74.8):
+// the model rates them alike (84.2, 84.3 us) because it charges each step of
+// hier's rings the node's queued per-message time (LinkCost::burstUs), while
+// the played rings fall that far apart once and stay so. Pricing that
+// (a step costs one latency where the queue is shorter) picked hier, against
+// docs/sim's times, at 1,024 ranks at 4 and 16 MiB and at 16,384 from
+// 64 MiB, 1.2-14x slower, with the plan before 2924fe1, whose ring between
+// nodes moved blocks of 2 KiB on 128 nodes and 128 B on 2,048.
+TEST(Sim, CostModelPicksWithinTenPercentOfTheBest) {
+  std::vector<uint64_t> sizes = {8};
+  for (int k = 4; k <= 32; k += 2) sizes.push_back(uint64_t(1) << k);
+  std::vector<std::string> wrong;
+  for (int nodes : {8, 128}) {
+    Scenario sc;
+    sc.topo.nodes = nodes;
+    sc.stepBudget = uint64_t(1) << 18;
+    for (uint64_t bytes : sizes) {
+      const AllreduceAlgorithm* pick = pickOf(sc, bytes);
+      ASSERT_NE(pick, nullptr);
+      double bestUs = INFINITY, pickUs = NAN;
+      std::string best;
+      for (const AllreduceAlgorithm* a : allreduceAlgorithms()) {
+        if (a->has(kReproducibleOnly) || (a->has(kUpToOneshotBytes) && bytes > sc.oneshotBytes)) continue;
+        const Outcome o = simulate(*a, sc, bytes);
+        if (!o.carried) continue;
+        if (o.timeUs < bestUs) bestUs = o.timeUs, best = a->name;
+        if (a == pick) pickUs = o.timeUs;
+      }
+      if (!(pickUs <= 1.10 * bestUs)) {
+        wrong.push_back(std::to_string(sc.topo.nranks()) + ":" + std::to_string(bytes) + ":" + pick->name);
+        std::printf("%d ranks, %llu B: picked %s %.1f us, %s %.1f us (%.2fx)\n", sc.topo.nranks(),
+                    (unsigned long long)bytes, pick->name, pickUs, best.c_str(), bestUs, pickUs / bestUs);
+      }
     }
   }
-  EXPECT_EQ(wrong, knownWrong);
+  EXPECT_EQ(wrong, std::vector<std::string>{"64:262144:hd"});
 }
 
 }  // namespace

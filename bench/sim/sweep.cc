@@ -169,9 +169,10 @@ Outcome simulate(const AllreduceAlgorithm& algo, const Scenario& sc, uint64_t by
 
 CostModel costModelOf(const NetModel& m) {
   // Of a network message's latency only the NIC's per-message time queues
-  // behind the node's other messages: the rest is in flight.
+  // behind the node's other messages: the rest is in flight. A node's ranks
+  // share its NIC's bandwidth.
   return CostModel{{m.shm.latencyUs, m.shm.gbps, m.shm.latencyUs},
-                   {m.nic.latencyUs + m.msgOverheadUs, m.nic.gbps, m.nic.latencyUs}};
+                   {m.nic.latencyUs + m.msgOverheadUs, m.nic.gbps, m.nic.latencyUs, true}};
 }
 
 const AllreduceAlgorithm* pickOf(const Scenario& sc, uint64_t bytes) {
