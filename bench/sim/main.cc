@@ -37,6 +37,9 @@ void usage() {
                "  --spine-latency US  more latency across leaves (0.5)\n"
                "  --msg-overhead US   a NIC's time per message (0.1)\n"
                "  --reduce GBPS       bytes a rank folds per second (10)\n"
+               "  --cache BYTES,COPY,FOLD  a node's cache of BYTES: a rank's copy and\n"
+               "                      fold GB/s while its share holds its buffers\n"
+               "                      (repeat, smallest first; none: DRAM rates only)\n"
                "  --channels N (4)   --slot BYTES (262144)   --nslots N (8)   "
                "--oneshot BYTES (16384)\n"
                "  --budget STEPS      most steps one play runs before "
@@ -97,7 +100,8 @@ std::string human(uint64_t b) {
 // each of `ranks` network namespaces. The rates are the flags' (per core:
 // bench/sim/calibrate.py measures them); ranks beyond the cores share them,
 // so a rank's copies and folds go at the rate over the ranks per core, and
-// the channels are Comm::init's (cores / ranks, at least 1).
+// the channels are Comm::init's (cores / ranks, at least 1). The caches are
+// this machine's, shared by all its ranks, whichever namespace holds them.
 void calibrate(const std::string& kind, Scenario& sc, int ranks) {
   const int cores = 2;
   const double share = std::max(1.0, double(ranks) / cores);
@@ -105,8 +109,10 @@ void calibrate(const std::string& kind, Scenario& sc, int ranks) {
     sc.topo = {1, ranks, 1, 1, 1.0};
     sc.model.shm.gbps /= share;
     sc.model.reduceGBps /= share;
+    for (auto& c : sc.model.caches) c.copyGBps /= share, c.foldGBps /= share;
   } else if (kind == "tcp") {
     sc.topo = {ranks, 1, 1, ranks, 1.0};
+    for (auto& c : sc.model.caches) c.bytes /= ranks;
   } else {
     usage();
   }
@@ -160,6 +166,11 @@ int main(int argc, char** argv) {
       base.model.msgOverheadUs = std::atof(value().c_str());
     else if (a == "--reduce")
       base.model.reduceGBps = std::atof(value().c_str());
+    else if (a == "--cache") {
+      const auto v = split(value());
+      if (v.size() != 3) usage();
+      base.model.caches.push_back({double(parseBytes(v[0])), std::atof(v[1].c_str()), std::atof(v[2].c_str())});
+    }
     else if (a == "--channels")
       base.nchannels = std::atoi(value().c_str());
     else if (a == "--slot")

@@ -9,6 +9,17 @@ int Topology::uplinkLanes() const {
   return std::max(1, static_cast<int>(std::lround(nodesPerLeaf * nicsPerNode / oversub)));
 }
 
+NetModel NetModel::forWorkingSet(double perRankBytes, int ranksSharing) const {
+  NetModel m = *this;
+  for (const Cache& c : caches)
+    if (perRankBytes * ranksSharing <= c.bytes) {
+      m.shm.gbps = c.copyGBps;
+      m.reduceGBps = c.foldGBps;
+      break;
+    }
+  return m;
+}
+
 Network::Network(const Topology& topo, const NetModel& model)
     : topo_(topo),
       model_(model),

@@ -14,6 +14,9 @@
 //                nodesPerLeaf x nicsPerNode / oversub lanes of one NIC's
 //                bandwidth: with oversub 2, half the leaf's NICs can cross
 //                the spine at full rate at once.
+// Memory rates follow the working set: where a rank's share of a node's
+// cache holds its input, output and the slots it writes, the cache's copy
+// and fold rates replace the DRAM ones for the whole play (NetModel::caches).
 // What is not modelled: memory bandwidth shared by a node's ranks, NIC
 // message-rate limits beyond msgOverheadUs, adaptive routing.
 #pragma once
@@ -52,6 +55,20 @@ struct NetModel {
   double spineLatencyUs = 0.5;
   double msgOverheadUs = 0.1;  // a NIC's time per message, on top of the bytes
   double reduceGBps = 10;      // bytes folded per second per rank
+
+  // A cache level: its size on a node, shared by the node's ranks, and the
+  // copy and fold rates of one rank whose buffers it holds.
+  struct Cache {
+    double bytes;
+    double copyGBps;
+    double foldGBps;
+  };
+  std::vector<Cache> caches;  // smallest first; none: every buffer from DRAM
+
+  // This model with shm.gbps and reduceGBps from the smallest cache that
+  // holds `perRankBytes` for each of `ranksSharing` ranks (the DRAM rates
+  // above where none does).
+  NetModel forWorkingSet(double perRankBytes, int ranksSharing) const;
 };
 
 // The link state of one play: when each resource is next free.

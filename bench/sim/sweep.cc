@@ -123,18 +123,35 @@ Symmetry symmetryOf(const AllreduceAlgorithm& algo, const Scenario& sc, uint64_t
   return symmetryAt(algo, sc, layout, count, nchannels);
 }
 
-Outcome simulateWith(const AllreduceAlgorithm& algo, const Scenario& sc, uint64_t bytes, Symmetry sym) {
-  const Layout layout = Layout::blocks(sc.topo.nranks(), sc.topo.nodes);
-  const uint64_t count = bytes / kElem;
-  if (algo.has(kOneSlot) && bytes > sc.slotBytes) return {};
-  return playAt(algo, sc, layout, count, channelsOf(algo, sc, layout, count), sym);
+namespace {
+
+// The scenario with the memory rates of the working set of one rank: its
+// input and output, and the slots it writes (all it sends, up to its
+// connectors' nslots slots per channel). The plays at smaller counts that an
+// extrapolation runs keep the real count's rates.
+Scenario atWorkingSet(const Scenario& sc, uint64_t bytes, int nch) {
+  Scenario s = sc;
+  const double slots = double(nch) * sc.nslots * sc.slotBytes;
+  s.model = sc.model.forWorkingSet(2.0 * bytes + std::min(double(bytes), slots), sc.topo.ranksPerNode);
+  return s;
 }
 
-Outcome simulate(const AllreduceAlgorithm& algo, const Scenario& sc, uint64_t bytes) {
-  const Layout layout = Layout::blocks(sc.topo.nranks(), sc.topo.nodes);
+}  // namespace
+
+Outcome simulateWith(const AllreduceAlgorithm& algo, const Scenario& given, uint64_t bytes, Symmetry sym) {
+  const Layout layout = Layout::blocks(given.topo.nranks(), given.topo.nodes);
   const uint64_t count = bytes / kElem;
-  if (algo.has(kOneSlot) && bytes > sc.slotBytes) return {};
-  const int nch = channelsOf(algo, sc, layout, count);
+  if (algo.has(kOneSlot) && bytes > given.slotBytes) return {};
+  const int nch = channelsOf(algo, given, layout, count);
+  return playAt(algo, atWorkingSet(given, bytes, nch), layout, count, nch, sym);
+}
+
+Outcome simulate(const AllreduceAlgorithm& algo, const Scenario& given, uint64_t bytes) {
+  const Layout layout = Layout::blocks(given.topo.nranks(), given.topo.nodes);
+  const uint64_t count = bytes / kElem;
+  if (algo.has(kOneSlot) && bytes > given.slotBytes) return {};
+  const int nch = channelsOf(algo, given, layout, count);
+  const Scenario sc = atWorkingSet(given, bytes, nch);
   Symmetry sym = symmetryAt(algo, sc, layout, count, nch);
   const uint64_t steps = stepsOf(algo, sc, layout, count, nch, sym);
   if (steps <= sc.stepBudget) return playAt(algo, sc, layout, count, nch, sym);
