@@ -18,7 +18,7 @@ namespace {
 enum Answer : uint8_t {
   kRefused = 0,  // the served rank is lower and asked for the pair itself: its request makes it
   kGo = 1,       // both ends connect the pair now
-  kBroken = 2,   // the served rank holds the pair connected already, by a request of the asking rank's
+  kBroken = 2,   // the served rank is higher and holds the pair connected or connecting (the two disagree)
   kFailed = 3,   // the served rank failed to connect the pair
 };
 
@@ -57,11 +57,6 @@ LazyLinks::LazyLinks(int rank, std::vector<bool> connected, double timeoutSecond
       state_(connected.size(), State::Absent), failure_(connected.size()) {
   for (size_t p = 0; p < connected.size(); ++p)
     if (connected[p]) state_[p] = State::Connected;
-}
-
-bool LazyLinks::connected(int peer) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return state_[peer] == State::Connected;
 }
 
 int LazyLinks::connectedCount() const {
@@ -112,7 +107,7 @@ Status LazyLinks::ensure(int peer) {
       s = answer == kFailed ? STRATA_ERROR(STRATA_ERR_REMOTE, "rank %d failed to connect with rank %d (its own error "
                                            "says why)", peer, rank_)
                             : STRATA_ERROR(STRATA_ERR_INTERNAL, "rank %d refused to connect with rank %d: it holds "
-                                           "that pair connected already", peer, rank_);
+                                           "that pair connected or connecting already", peer, rank_);
     }
     state_[peer] = State::Failed;
     failure_[peer] = s;

@@ -75,7 +75,7 @@ class LazyLinks {
   // Waits for the threads serve() started.
   ~LazyLinks();
 
-  bool connected(int peer) const;
+  // How many peers this rank holds connected (those at init included).
   int connectedCount() const;
 
  private:
