@@ -147,13 +147,15 @@ void Gate::acceptAll() {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Out of descriptors: free the oldest stranger's, or, with none to
         // free, pause rather than spin on a listener that stays readable.
+        outOfDescriptors_ = true;
         if (dropOldest("out of file descriptors (raise ulimit -n)")) continue;
-        STRATA_WARN(NET, "accept failed: %s; raise ulimit -n", errnoText(errno).c_str());
+        STRATA_WARN(NET, "accept failed: %s", errnoText(errno).c_str());
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
       return;  // EAGAIN: drained
     }
     from.len = len;
+    outOfDescriptors_ = false;
     // Both sides of a setup exchange write small messages back to back
     // (an answer, then a reply and a table): Nagle would hold the second
     // for the peer's delayed ACK, 40 ms a time.

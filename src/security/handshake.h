@@ -60,6 +60,10 @@ class Gate {
   // With a `wakeFd`, also returns (STRATA_IN_PROGRESS) once that descriptor
   // is readable: how a thread serving the gate for good is told to stop.
   Status next(double deadline, Admitted* out, int wakeFd = -1);
+  // Whether the last accept found this process out of file descriptors
+  // (freeing an unproven connection's or not): a caller that needs every
+  // connection it expects fails now rather than at its deadline.
+  bool outOfDescriptors() const { return outOfDescriptors_; }
 
  private:
   struct Unproven;
@@ -78,6 +82,7 @@ class Gate {
   uint32_t flags_;
   std::deque<Unproven> unproven_;
   size_t dropped_ = 0;
+  bool outOfDescriptors_ = false;
 };
 
 }  // namespace strata::security

@@ -44,6 +44,9 @@ Status admitLower(const ConnectRequest& req, int listenFd, uint64_t magic, int p
                           "why)", req.peers.front());
     security::Admitted a;
     if (!gate.next(std::min(deadline, nowSeconds() + 0.1), &a).isOk()) {
+      if (gate.outOfDescriptors())
+        return STRATA_ERROR(STRATA_ERR_SYSTEM, "this rank ran out of file descriptors accepting its peers' "
+                            "connections: raise ulimit -n, or lower STRATA_NSOCKS or STRATA_NCHANNELS");
       if (nowSeconds() < deadline) continue;
       std::string missing;
       for (int peer = 0; peer < me; ++peer)
@@ -138,7 +141,10 @@ Status connectMesh(const ConnectRequest& req, uint64_t magic, int perPeer, doubl
     for (int k = 0; k < perPeer && connected.isOk(); ++k) {
       const security::Claim claim{magic, req.commTag, me, peer, k, perPeer, 0, 0};
       uint32_t peerFlags = 0;
-      connected = security::connectAndProve(addr, req.secret, claim, deadline, name.c_str(), &got[peer][k], &peerFlags);
+      // The peer listened before its address was shared: a refusal means
+      // it gave up (and its error says why), not that it is not there yet.
+      connected = security::connectAndProve(addr, req.secret, claim, deadline, name.c_str(), &got[peer][k], &peerFlags,
+                                            /*retry=*/false, /*retryDropped=*/true);
     }
   }
   if (!connected.isOk()) stop.store(true);
