@@ -172,6 +172,10 @@ Status LazyLinks::finish(int peer, int fd, Status failed) {
   if (s.isOk()) {
     PairOob oob(fd, rank_, static_cast<int>(state_.size()), peer, nowSeconds() + timeout_);
     s = connect_(peer, oob);
+    // Closed only once both ends are through: the other end takes a close
+    // while it still accepts this end's connections for giving up
+    // (PairOob::abandoned), and this end's last ones may not be in yet.
+    if (s.isOk()) s = oob.barrier();
     close(fd);
   }
   std::lock_guard<std::mutex> lock(mutex_);
