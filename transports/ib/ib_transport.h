@@ -20,6 +20,9 @@ class IbTransport final : public Transport {
     return self.rdma[0] != '\0' && peer.rdma[0] != '\0';
   }
   Status connect(const ConnectRequest& req, Connections& out) override;
+  // Each call makes its own side sockets, queue pairs and completion queues
+  // on the device, which verbs lets threads share.
+  bool connectsPairs() const override { return true; }
 
  private:
   std::unique_ptr<Device> device_;
