@@ -5,7 +5,8 @@ The model's rates come from measurements that are not strata's: memcpy and
 c=a+b from strata-membw (per thread) at three working sets, one that each
 core's L2 holds, one that the L3 holds and one from DRAM (the caches' sizes
 from sysfs; strata-sim takes the rates of the smallest cache that holds a
-rank's buffers), one TCP stream from iperf3 and the round trip of a TCP echo
+rank's buffers), iperf3's rate each way with a stream each way at once (as
+two ranks' allreduce sends) and the round trip of a TCP echo
 between two network namespaces. strata-sim then predicts each
 configuration's allreduce with the algorithm strata-perf ran (its -A
 column), and this prints predicted against the median of the measured runs
@@ -123,12 +124,14 @@ def net_rates(hosts):
     server = hosts.popen(0, ["iperf3", "-s", "-1", "-B", hosts.addr[0]], {})
     try:
         time.sleep(0.5)
-        out = run(["ip", "netns", "exec", hosts.ns[1], "iperf3", "-c", hosts.addr[0], "-t", "3", "-f", "g"])
+        # Both ways at once, as two ranks' allreduce sends: each way's rate
+        # while the other runs on the same two cores.
+        out = run(["ip", "netns", "exec", hosts.ns[1], "iperf3", "-c", hosts.addr[0], "-t", "3", "-f", "g", "--bidir"])
     finally:
         server.kill()
         server.communicate()
-    gbits = float(re.findall(r"([\d.]+) Gbits/sec.*receiver", out)[-1])
-    return gbits / 8, rtt / 2
+    ways = [float(g) for g in re.findall(r"([\d.]+) Gbits/sec.*receiver", out)]
+    return statistics.mean(ways) / 8, rtt / 2
 
 
 def cache_bytes(level):
@@ -201,15 +204,14 @@ def main():
         hosts.close()
     print("after: " + machine_state(args))
     print("model: shm copy %.2f GB/s per thread, fold %.2f GB/s per thread from DRAM (strata-membw); "
-          "tcp %.2f GB/s one stream (iperf3), %.1f us one way (TCP echo)" % (copy, fold, net_gbps, net_lat))
+          "tcp %.2f GB/s each way with both ways at once (iperf3 --bidir), %.1f us one way (TCP echo)"
+          % (copy, fold, net_gbps, net_lat))
     for size, c, f in tiers:
         print("model: while a %d MiB cache holds the buffers, copy %.2f GB/s, fold %.2f GB/s per thread"
               % (size >> 20, c, f))
     cache_flags = sum((["--cache", "%d,%.3f,%.3f" % t] for t in tiers), [])
     shm_flags = ["--shm", "1,%.3f" % copy, "--reduce", "%.3f" % fold]
-    # iperf3's one stream keeps both cores busy (sender and receiver); an
-    # allreduce sends both ways at once on the same 2 cores: half each way.
-    tcp_flags = ["--nic", "%.2f,%.3f" % (net_lat, net_gbps / 2), "--msg-overhead", "0", "--reduce", "%.3f" % fold]
+    tcp_flags = ["--nic", "%.2f,%.3f" % (net_lat, net_gbps), "--msg-overhead", "0", "--reduce", "%.3f" % fold]
     # The last column is the model without its cache levels (DRAM rates for
     # every size), to show what they change.
     # Predicted over the median, and over the fastest run (the one other
