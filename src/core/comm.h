@@ -142,7 +142,8 @@ class Comm final : public FailureSink {
   // Whether transports_[t]'s pairs connect when first needed, not at init.
   bool connectsLater(size_t t) const { return config_.lazyConnect && transports_[t]->connectsPairs(); }
   // Connects one pair over `oob` (its two ranks at once), after init:
-  // LazyLinks calls it, on the caller's thread or the control plane's.
+  // LazyLinks calls it, on the caller's thread or on one it starts for a
+  // peer's request.
   Status connectPair(int peer, OutOfBand& oob);
   // Connectors made for `peers` (at init, or by connectPair), kept, and
   // handed to the channels; aborted at once if the communicator failed.
