@@ -8,12 +8,15 @@
 #include <gtest/gtest.h>
 #include <dirent.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <set>
 #include <string>
 #include <vector>
@@ -47,6 +50,35 @@ int openSockets() {
   return n;
 }
 
+// Waits, up to 5 s, for this process to hold `want` sockets: a pair's
+// request socket closes a moment after the call that needed the pair
+// returns (on the rank that served it, from its own thread).
+int settledSockets(int want) {
+  int n = openSockets();
+  for (int i = 0; i < 500 && n != want; ++i) {
+    usleep(10000);
+    n = openSockets();
+  }
+  return n;
+}
+
+// A barrier outside strata, on memory the test shares with its forked
+// ranks: no rank may ask another for a pair while that one counts its
+// sockets at init.
+struct SharedBarrier {
+  std::atomic<int> arrived{0};
+
+  static SharedBarrier* make() {
+    void* at = mmap(nullptr, sizeof(SharedBarrier), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return at == MAP_FAILED ? nullptr : new (at) SharedBarrier();
+  }
+  bool wait(int n) {
+    arrived.fetch_add(1);
+    for (int i = 0; i < 3000 && arrived.load() < n; ++i) usleep(10000);
+    return arrived.load() >= n;
+  }
+};
+
 std::string explain(strata_comm_t comm, const char* collective, size_t count, strata_datatype_t datatype) {
   std::vector<char> record(1 << 16);
   if (strata_comm_explain(comm, collective, count, datatype, record.data(), record.size(), nullptr) != STRATA_SUCCESS)
@@ -76,11 +108,14 @@ std::set<int> planPeers(strata_comm_t comm, const char* collective, size_t count
 
 TEST(LazyConnect, RanksHoldSocketsOnlyToThePeersTheirCallsUsed) {
   constexpr int kRanks = 6;
-  expectAllPassed(runRanks(kRanks, 90, [](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
+  SharedBarrier* counted = SharedBarrier::make();
+  ASSERT_NE(counted, nullptr);
+  expectAllPassed(runRanks(kRanks, 90, [counted](int rank, int n, const strata_unique_id_t& id, Reporter& rep) {
     strata_comm_t comm;
     if (!rep.ok(strata_comm_init_rank(&comm, n, id, rank), nullptr, "init")) return;
     const int atInit = openSockets();
     if (connectedPeers(comm) != 0) rep.fail("%d peers connected after init, before any call", connectedPeers(comm));
+    if (!counted->wait(n)) return rep.fail("not every rank counted its sockets within 30 s");
 
     // A ring: two neighbours, each a socket (one channel, one socket per peer).
     constexpr size_t kCount = 1 << 16;
@@ -101,8 +136,9 @@ TEST(LazyConnect, RanksHoldSocketsOnlyToThePeersTheirCallsUsed) {
       rep.fail("the ring's plan names %zu peers, want its 2 neighbours", ringPeers.size());
     if (connectedPeers(comm) != int(ringPeers.size()))
       rep.fail("%d peers connected after a ring allreduce, which uses %zu", connectedPeers(comm), ringPeers.size());
-    if (openSockets() - atInit != int(ringPeers.size()))
-      rep.fail("%d sockets more than at init after a ring allreduce over %zu peers", openSockets() - atInit,
+    const int afterRing = settledSockets(atInit + int(ringPeers.size()));
+    if (afterRing - atInit != int(ringPeers.size()))
+      rep.fail("%d sockets more than at init after a ring allreduce over %zu peers", afterRing - atInit,
                ringPeers.size());
     // A barrier over the same pairs (another ring allreduce): nobody starts
     // the alltoall, which connects everyone, while another rank still counts.
@@ -124,10 +160,12 @@ TEST(LazyConnect, RanksHoldSocketsOnlyToThePeersTheirCallsUsed) {
           break;
         }
     if (connectedPeers(comm) != n - 1) rep.fail("%d peers connected after an alltoall, want %d", connectedPeers(comm), n - 1);
-    if (openSockets() - atInit != n - 1)
-      rep.fail("%d sockets more than at init after an alltoall, want %d", openSockets() - atInit, n - 1);
+    const int afterAlltoall = settledSockets(atInit + n - 1);
+    if (afterAlltoall - atInit != n - 1)
+      rep.fail("%d sockets more than at init after an alltoall, want %d", afterAlltoall - atInit, n - 1);
     rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
   }, with(kTcp, "STRATA_ALGO", "ring")));
+  munmap(counted, sizeof(SharedBarrier));
 }
 
 TEST(LazyConnect, UngroupedRingShiftDoesNotWaitForTheNextRanksCaller) {
