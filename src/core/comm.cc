@@ -234,12 +234,7 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
                 "namespace (docker run --pid=host or --pid=container:<first>) or set STRATA_TRANSPORT=tcp to see "
                 "deaths at once",
                 rank_, otherPidNamespace, hosts[otherPidNamespace].pid, config_.timeoutSeconds);
-  connections_.send.resize(shape_.nchannels);
-  connections_.recv.resize(shape_.nchannels);
-  for (int ch = 0; ch < shape_.nchannels; ++ch) {
-    connections_.send[ch].resize(nranks_);
-    connections_.recv[ch].resize(nranks_);
-  }
+  connections_.resize(shape_.nchannels, nranks_);
   for (size_t t = 0; t < transports_.size(); ++t) {
     if (connectsLater(t)) continue;  // pair by pair, when first needed (LazyLinks)
     ConnectRequest req{bootstrap_.get(), &hosts,           peersOf[t],     bootstrap_->commTag(),
@@ -251,33 +246,27 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
 
 Status Comm::connectPair(int peer, OutOfBand& oob) {
   Connections made;
-  made.send.resize(shape_.nchannels);
-  made.recv.resize(shape_.nchannels);
-  for (int ch = 0; ch < shape_.nchannels; ++ch) {
-    made.send[ch].resize(nranks_);
-    made.recv[ch].resize(nranks_);
-  }
+  made.resize(shape_.nchannels, nranks_);
   ConnectRequest req{&oob, &bootstrap_->hosts(), {peer}, bootstrap_->commTag(), bootstrap_->secret(),
                      shape_.nchannels, shape_.slotBytes, config_.nslots};
   STRATA_CHECK(transports_[peerTransport_[peer]]->connect(req, made));
-  adopt(made, {peer});
+  adopt(made, peer);
   return Status::ok();
 }
 
-void Comm::adopt(Connections& made, const std::vector<int>& peers) {
+void Comm::adopt(Connections& made, int peer) {
   std::lock_guard<std::mutex> lock(linksMutex_);
-  for (int ch = 0; ch < shape_.nchannels; ++ch)
-    for (int peer : peers) {
-      auto& send = connections_.send[ch][peer] = std::move(made.send[ch][peer]);
-      auto& recv = connections_.recv[ch][peer] = std::move(made.recv[ch][peer]);
-      channels_[ch].addLinks(peer, send.get(), recv.get());
-      if ((send && send->needsProgress()) || (recv && recv->needsProgress())) hasSockets_ = true;
-      // fail() aborted what it found: these came after.
-      if (failed()) {
-        if (send) send->abort();
-        if (recv) recv->abort();
-      }
+  for (int ch = 0; ch < shape_.nchannels; ++ch) {
+    auto& send = connections_.send[ch][peer] = std::move(made.send[ch][peer]);
+    auto& recv = connections_.recv[ch][peer] = std::move(made.recv[ch][peer]);
+    channels_[ch].addLinks(peer, send.get(), recv.get());
+    if ((send && send->needsProgress()) || (recv && recv->needsProgress())) hasSockets_ = true;
+    // fail() aborted what it found: these came after.
+    if (failed()) {
+      if (send) send->abort();
+      if (recv) recv->abort();
     }
+  }
 }
 
 Status Comm::link(const std::vector<int>& peers) {
@@ -427,12 +416,7 @@ Status Comm::connectDevice() {
   deviceShape_.slotBytes = config_.gpuSlotBytes;
   // Made aside, then kept under the lock fail() takes to abort them.
   Connections made;
-  made.send.resize(shape_.nchannels);
-  made.recv.resize(shape_.nchannels);
-  for (int ch = 0; ch < shape_.nchannels; ++ch) {
-    made.send[ch].resize(nranks_);
-    made.recv[ch].resize(nranks_);
-  }
+  made.resize(shape_.nchannels, nranks_);
   ConnectRequest req{bootstrap_.get(), &hosts,           peers,          bootstrap_->commTag(),
                      bootstrap_->secret(), shape_.nchannels, config_.gpuSlotBytes, config_.nslots};
   Status s = transport->connect(req, made);

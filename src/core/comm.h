@@ -145,9 +145,9 @@ class Comm final : public FailureSink {
   // LazyLinks calls it, on the caller's thread or on one it starts for a
   // peer's request.
   Status connectPair(int peer, OutOfBand& oob);
-  // Connectors made for `peers` (at init, or by connectPair), kept, and
-  // handed to the channels; aborted at once if the communicator failed.
-  void adopt(Connections& made, const std::vector<int>& peers);
+  // `peer`'s connectors in `made` (connectPair's), kept, and handed to the
+  // channels; aborted at once if the communicator failed.
+  void adopt(Connections& made, int peer);
   // Makes sure every rank in `peers` (ascending) is connected, connecting
   // those that are not; their failure fails the communicator.
   Status link(const std::vector<int>& peers);

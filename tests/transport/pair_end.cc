@@ -85,12 +85,7 @@ std::unique_ptr<PairEnd> PairEnd::connect(const std::string& transport, std::uni
   const ConnectRequest req{end->oob_.get(),  &end->hosts_,     {peer},        shared[0].tag,
                            shared[0].secret, options.nchannels, options.slotBytes, options.nslots};
   Connections& c = end->connections_;
-  c.send.resize(options.nchannels);
-  c.recv.resize(options.nchannels);
-  for (int ch = 0; ch < options.nchannels; ++ch) {
-    c.send[ch].resize(2);
-    c.recv[ch].resize(2);
-  }
+  c.resize(options.nchannels, 2);
   if (options.eavesdropper)
     end->oob_->watch([&](const void* all, size_t bytes) { options.eavesdropper(me, all, bytes, req.commTag, rep); });
   s = chosen->connect(req, c);

@@ -29,6 +29,16 @@ struct ConnectRequest {
 struct Connections {
   std::vector<std::vector<std::unique_ptr<SendConnector>>> send;
   std::vector<std::vector<std::unique_ptr<RecvConnector>>> recv;
+
+  // Room for every channel and rank, all null.
+  void resize(int nchannels, int nranks) {
+    send.resize(nchannels);
+    recv.resize(nchannels);
+    for (int ch = 0; ch < nchannels; ++ch) {
+      send[ch].resize(nranks);
+      recv[ch].resize(nranks);
+    }
+  }
 };
 
 class Transport {
