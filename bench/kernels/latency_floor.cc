@@ -10,6 +10,12 @@
 // On a VM the time moves with where the two virtual cores sit on the host
 // (bench/README.md has what it measures here).
 //   strata-latency-floor [--iters N]     default 200000 per run, median of 5 runs
+//   strata-latency-floor --ring N        N processes pass a token around
+// --ring measures what a hop costs when ranks outnumber the cores: each
+// process waits for the token as strata's ranks wait then (src/progress/
+// wait_policy.h: poll, and give the core away with sched_yield after each
+// fruitless poll), so a hop to a process that is not running waits for the
+// scheduler to run it. It prints the median time per hop.
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <sched.h>
 #include <vector>
 
 namespace {
@@ -57,6 +64,57 @@ double exchange(Shared* s, int me, uint64_t first, uint64_t iters, bool* ok) {
   return (seconds() - start) / static_cast<double>(iters - iters / 10);
 }
 
+struct Ring {
+  alignas(64) std::atomic<uint64_t> token{0};
+};
+
+// Process `me` of `n` takes the token at each of its turns among `hops`
+// (token % n == me) and passes it on; returns seconds per hop of the run.
+double ringRun(Ring* ring, int me, int n, uint64_t first, uint64_t hops) {
+  const double start = seconds();
+  for (uint64_t t = first + me; t < first + hops; t += n) {
+    while (ring->token.load(std::memory_order_acquire) != t) sched_yield();
+    ring->token.store(t + 1, std::memory_order_release);
+  }
+  while (ring->token.load(std::memory_order_acquire) < first + hops) sched_yield();
+  return (seconds() - start) / static_cast<double>(hops);
+}
+
+int ring(int n) {
+  constexpr int kRuns = 5;
+  constexpr uint64_t kHops = 20000;
+  void* page = mmap(nullptr, sizeof(Ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) {
+    std::perror("strata-latency-floor: mmap");
+    return 1;
+  }
+  auto* r = new (page) Ring();
+  std::vector<pid_t> children;
+  int me = 0;
+  for (int p = 1; p < n; ++p) {
+    const pid_t c = fork();
+    if (c < 0) {
+      std::perror("strata-latency-floor: fork");
+      return 1;
+    }
+    if (c == 0) {
+      me = p;
+      break;
+    }
+    children.push_back(c);
+  }
+  std::vector<double> runs;
+  for (int k = 0; k < kRuns; ++k) runs.push_back(ringRun(r, me, n, k * kHops, kHops));
+  if (me != 0) _exit(0);
+  for (pid_t c : children) waitpid(c, nullptr, 0);
+  std::sort(runs.begin(), runs.end());
+  std::printf("# strata-latency-floor --ring: %d processes passing a token, waiting with sched_yield, median of %d x "
+              "%llu hops\n",
+              n, kRuns, static_cast<unsigned long long>(kHops));
+  std::printf("ring_hop_us %.3f\n", runs[kRuns / 2] * 1e6);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,8 +122,15 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
       iters = std::strtoull(argv[++i], nullptr, 10);
+    } else if (std::strcmp(argv[i], "--ring") == 0 && i + 1 < argc) {
+      const int n = std::atoi(argv[++i]);
+      if (n < 2 || n > 256) {
+        std::fprintf(stderr, "strata-latency-floor: --ring takes 2..256 processes\n");
+        return 2;
+      }
+      return ring(n);
     } else {
-      std::fprintf(stderr, "usage: strata-latency-floor [--iters N]\n");
+      std::fprintf(stderr, "usage: strata-latency-floor [--iters N | --ring N]\n");
       return 2;
     }
   }

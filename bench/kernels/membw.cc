@@ -8,18 +8,33 @@
 // 1/add_rate + 1/copy_rate, hence the limit 1 / (1/add + 1/copy) with the
 // 2-thread rates (add in bytes of output per second, copy in bytes copied).
 //   strata-membw [--bytes N]     default 256 MiB per buffer
+//   strata-membw --handoff [--bytes N]
+// It also times writing c from a 256 KiB piece that stays in cache, with
+// strata's copy kernel and, from STRATA_NT_BYTES' default of 8 MiB, its
+// non-temporal stores: a rank writing its output from a slot.
+// --handoff measures what shared memory between two ranks adds: each thread
+// writes N bytes into its outbox, both meet, and each then copies (or adds
+// into its own data) the outbox the other thread just wrote, so every line
+// it reads comes from the other core's cache (or, past the caches, DRAM).
+// It prints the rate of that read phase per thread, the two threads at once.
 // With small buffers it measures the caches instead (each thread's a, b and
 // c fit its L2 at 256 KiB, both threads' fit the L3 at a few MiB): each
 // measurement runs the kernel over the same buffers until it has moved
 // 256 MiB per thread, so the buffers stay resident and starting the threads
 // is a small part of the time.
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
+
+#include "kernels.h"
 
 namespace {
 
@@ -42,24 +57,109 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+void touch(void* p) { asm volatile("" : : "r"(p) : "memory"); }
+
+// Two threads meet: each arrival waits until the other has arrived as often.
+struct Meeting {
+  std::atomic<long> arrived[2] = {0, 0};
+  void meet(int i) {
+    const long mine = arrived[i].fetch_add(1, std::memory_order_acq_rel) + 1;
+    while (arrived[1 - i].load(std::memory_order_acquire) < mine) {
+    }
+  }
+};
+
+struct HandoffRates {
+  double write;  // copying own data into the outbox the other thread read last
+  double copy;   // copying the other thread's outbox into own data
+  double add;    // adding it to own data
+};
+
+// Per thread: rounds of (write own outbox; meet; read the other's outbox
+// into own data; meet), timing each phase. Returns the median rates (GB/s
+// per thread, the slower thread's each round).
+HandoffRates handoff(size_t bytes) {
+  const size_t n = bytes / sizeof(float);
+  std::vector<std::vector<float>> src(2, std::vector<float>(n, 1.0f)), outbox(2, std::vector<float>(n, 0.0f)),
+      mine(2, std::vector<float>(n, 2.0f)), dst(2, std::vector<float>(n, 0.0f));
+  // Enough rounds to move 256 MiB per thread and kind, at least 20.
+  const size_t rounds = std::max<size_t>(20, (size_t(256) << 20) / bytes);
+  // [phase][thread]: the write, then the read by copy or add.
+  std::vector<double> elapsed[3][2];
+  Meeting m;
+  onTwoThreads([&](int i) {
+    // One thread per core, as two spinning ranks end up: left to the
+    // scheduler, both threads now and then share a core for a while.
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(i, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    for (int kind = 0; kind < 2; ++kind)
+      for (size_t r = 0; r < rounds; ++r) {
+        double start = seconds();
+        std::memcpy(outbox[i].data(), src[i].data(), bytes);
+        touch(outbox[i].data());
+        if (kind == 0) elapsed[2][i].push_back(seconds() - start);
+        m.meet(i);
+        const float* x = outbox[1 - i].data();
+        float* __restrict out = dst[i].data();
+        start = seconds();
+        if (kind == 0) {
+          std::memcpy(out, x, bytes);
+        } else {
+          const float* y = mine[i].data();
+          for (size_t k = 0; k < n; ++k) out[k] = x[k] + y[k];
+        }
+        touch(out);
+        elapsed[kind][i].push_back(seconds() - start);
+        m.meet(i);
+      }
+  });
+  double rate[3];
+  for (int phase = 0; phase < 3; ++phase) {
+    std::vector<double> r;
+    for (size_t k = 0; k < rounds; ++k)
+      r.push_back(bytes / std::max(elapsed[phase][0][k], elapsed[phase][1][k]) / 1e9);
+    rate[phase] = median(r);
+  }
+  return {rate[2], rate[0], rate[1]};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   size_t bytes = size_t(256) << 20;
+  bool handoffMode = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--bytes") == 0 && i + 1 < argc) {
       bytes = std::strtoull(argv[++i], nullptr, 0);
+    } else if (std::strcmp(argv[i], "--handoff") == 0) {
+      handoffMode = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--bytes N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--handoff] [--bytes N]\n", argv[0]);
       return 2;
     }
+  }
+  if (bytes < 4096) {
+    std::fprintf(stderr, "%s: --bytes must be at least 4096\n", argv[0]);
+    return 2;
+  }
+  if (handoffMode) {
+    const HandoffRates r = handoff(bytes);
+    std::printf("# strata-membw --handoff: 2 threads, %zu KiB outboxes, median GB/s per thread\n", bytes >> 10);
+    std::printf("%-28s %8.2f GB/s\n", "handoff write", r.write);
+    std::printf("%-28s %8.2f GB/s\n", "handoff memcpy", r.copy);
+    std::printf("%-28s %8.2f GB/s\n", "handoff c=a+b", r.add);
+    return 0;
   }
   const size_t n = bytes / sizeof(float);
   // Per thread: its own a, b, c (as two ranks would have).
   std::vector<std::vector<float>> a(2, std::vector<float>(n, 1.0f)), b(2, std::vector<float>(n, 2.0f)),
       c(2, std::vector<float>(n, 0.0f));
   const size_t passes = std::max<size_t>(1, (size_t(256) << 20) / bytes);
-  std::vector<double> copyRates, addRates;
+  std::vector<double> copyRates, addRates, writeRates;
+  const size_t piece = std::min<size_t>(bytes, 256 << 10);
+  const bool nonTemporal = bytes >= (size_t(8) << 20);
   for (int rep = 0; rep < 5; ++rep) {
     double t = onTwoThreads([&](int i) {
       for (size_t p = 0; p < passes; ++p) {
@@ -79,12 +179,22 @@ int main(int argc, char** argv) {
       }
     });
     addRates.push_back(2.0 * bytes * passes / t / 1e9);
+    t = onTwoThreads([&](int i) {
+      char* out = reinterpret_cast<char*>(c[i].data());
+      const char* hot = reinterpret_cast<const char*>(a[i].data());
+      for (size_t p = 0; p < passes; ++p) {
+        for (size_t off = 0; off + piece <= bytes; off += piece) strata::kernels::copy(out + off, hot, piece, nonTemporal);
+        asm volatile("" ::: "memory");
+      }
+    });
+    writeRates.push_back(2.0 * (bytes / piece * piece) * passes / t / 1e9);
   }
   const double copy = median(copyRates), add = median(addRates);
   const double limit = 1.0 / (1.0 / add + 1.0 / copy);
   std::printf("# strata-membw: 2 threads, %zu KiB per buffer, %zu passes, median of 5\n", bytes >> 10, passes);
   std::printf("%-28s %8.2f GB/s\n", "memcpy (bytes copied)", copy);
   std::printf("%-28s %8.2f GB/s\n", "float32 c=a+b (output)", add);
+  std::printf("%-28s %8.2f GB/s\n", nonTemporal ? "write from cache (NT)" : "write from cache", median(writeRates));
   std::printf("limit_2rank_allreduce_GBps %.2f\n", limit);
   return 0;
 }
