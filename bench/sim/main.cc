@@ -37,9 +37,16 @@ void usage() {
                "  --spine-latency US  more latency across leaves (0.5)\n"
                "  --msg-overhead US   a NIC's time per message (0.1)\n"
                "  --reduce GBPS       bytes a rank folds per second (10)\n"
-               "  --cache BYTES,COPY,FOLD  a node's cache of BYTES: a rank's copy and\n"
-               "                      fold GB/s while its share holds its buffers\n"
-               "                      (repeat, smallest first; none: DRAM rates only)\n"
+               "  --output GBPS       a rank writing its output from a slot (--shm's)\n"
+               "  --handoff WRITE,COPY,FOLD  GB/s of a rank filling a slot another\n"
+               "                      core read last, copying and folding one another\n"
+               "                      core wrote (default: no limit beyond --shm's and\n"
+               "                      --reduce's)\n"
+               "  --cache BYTES,COPY,FOLD[,WRITE,HCOPY,HFOLD]  a node's cache of\n"
+               "                      BYTES: a rank's copy and fold GB/s while its\n"
+               "                      share holds the rank's buffers, and its\n"
+               "                      --handoff rates while it holds its slots (repeat,\n"
+               "                      smallest first; none: the rates above only)\n"
                "  --channels N (4)   --slot BYTES (262144)   --nslots N (8)   "
                "--oneshot BYTES (16384)\n"
                "  --budget STEPS      most steps one play runs before "
@@ -109,7 +116,15 @@ void calibrate(const std::string& kind, Scenario& sc, int ranks) {
     sc.topo = {1, ranks, 1, 1, 1.0};
     sc.model.shm.gbps /= share;
     sc.model.reduceGBps /= share;
-    for (auto& c : sc.model.caches) c.copyGBps /= share, c.foldGBps /= share;
+    sc.model.outputGBps /= share;
+    auto shareHandoff = [share](NetModel::Handoff& h) {
+      h.writeGBps /= share, h.copyOutGBps /= share, h.foldGBps /= share;
+    };
+    shareHandoff(sc.model.handoff);
+    for (auto& c : sc.model.caches) {
+      c.copyGBps /= share, c.foldGBps /= share;
+      shareHandoff(c.handoff);
+    }
   } else if (kind == "tcp") {
     sc.topo = {ranks, 1, 1, ranks, 1.0};
     for (auto& c : sc.model.caches) c.bytes /= ranks;
@@ -164,12 +179,20 @@ int main(int argc, char** argv) {
       base.model.spineLatencyUs = std::atof(value().c_str());
     else if (a == "--msg-overhead")
       base.model.msgOverheadUs = std::atof(value().c_str());
+    else if (a == "--output")
+      base.model.outputGBps = std::atof(value().c_str());
     else if (a == "--reduce")
       base.model.reduceGBps = std::atof(value().c_str());
-    else if (a == "--cache") {
+    else if (a == "--handoff") {
       const auto v = split(value());
       if (v.size() != 3) usage();
-      base.model.caches.push_back({double(parseBytes(v[0])), std::atof(v[1].c_str()), std::atof(v[2].c_str())});
+      base.model.handoff = {std::atof(v[0].c_str()), std::atof(v[1].c_str()), std::atof(v[2].c_str())};
+    } else if (a == "--cache") {
+      const auto v = split(value());
+      if (v.size() != 3 && v.size() != 6) usage();
+      NetModel::Cache c{double(parseBytes(v[0])), std::atof(v[1].c_str()), std::atof(v[2].c_str()), {}};
+      if (v.size() == 6) c.handoff = {std::atof(v[3].c_str()), std::atof(v[4].c_str()), std::atof(v[5].c_str())};
+      base.model.caches.push_back(c);
     }
     else if (a == "--channels")
       base.nchannels = std::atoi(value().c_str());

@@ -9,15 +9,38 @@ int Topology::uplinkLanes() const {
   return std::max(1, static_cast<int>(std::lround(nodesPerLeaf * nicsPerNode / oversub)));
 }
 
-NetModel NetModel::forWorkingSet(double perRankBytes, int ranksSharing) const {
+NetModel NetModel::forWorkingSet(double perRankBytes, double slotBytes, int ranksSharing) const {
   NetModel m = *this;
   for (const Cache& c : caches)
     if (perRankBytes * ranksSharing <= c.bytes) {
       m.shm.gbps = c.copyGBps;
+      m.outputGBps = c.copyGBps;
       m.reduceGBps = c.foldGBps;
       break;
     }
+  for (const Cache& c : caches)
+    if (slotBytes * ranksSharing <= c.bytes) {
+      m.handoff = c.handoff;
+      break;
+    }
   return m;
+}
+
+namespace {
+
+// The slower of a plain rate and a hand-off rate (0: none).
+double slower(double plain, double handoff) { return handoff > 0 ? std::min(plain, handoff) : plain; }
+
+}  // namespace
+
+double Network::foldUs(int from, int to, uint64_t bytes) const {
+  const bool slot = topo_.nodeOf(from) == topo_.nodeOf(to);
+  return bytes / ((slot ? slower(model_.reduceGBps, model_.handoff.foldGBps) : model_.reduceGBps) * 1e3);
+}
+
+double Network::copyOutUs(int from, int to, uint64_t bytes) const {
+  if (topo_.nodeOf(from) != topo_.nodeOf(to)) return 0;
+  return bytes / (slower(outputGBps(), model_.handoff.copyOutGBps) * 1e3);
 }
 
 Network::Network(const Topology& topo, const NetModel& model)
@@ -39,11 +62,14 @@ double& Network::lane(std::vector<double>& lanes, int leaf) {
 }
 
 Network::Timing Network::transfer(int from, int to, int fromRes, int toRes, uint64_t bytes, double readyUs,
-                                  bool written) {
+                                  Fill fill) {
   if (topo_.nodeOf(from) == topo_.nodeOf(to)) {
     double& port = memFree_[fromRes];
     const double start = std::max(readyUs, port);
-    port = start + (written ? 0 : bytes / (model_.shm.gbps * 1e3));
+    const double gbps = fill == Fill::FromSlot && model_.handoff.writeGBps > 0
+                            ? model_.handoff.writeGBps
+                            : slower(model_.shm.gbps, model_.handoff.writeGBps);
+    port = start + (fill == Fill::Written ? 0 : bytes / (gbps * 1e3));
     return {port, port + model_.shm.latencyUs};
   }
   // Hop by hop, each no earlier than the one before: a message waits in

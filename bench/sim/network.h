@@ -14,9 +14,16 @@
 //                nodesPerLeaf x nicsPerNode / oversub lanes of one NIC's
 //                bandwidth: with oversub 2, half the leaf's NICs can cross
 //                the spine at full rate at once.
-// Memory rates follow the working set: where a rank's share of a node's
-// cache holds its input, output and the slots it writes, the cache's copy
-// and fold rates replace the DRAM ones for the whole play (NetModel::caches).
+// A same-node hop's bytes cross between cores: the sender writes slot lines
+// the receiver's core read last, and the receiver copies or folds lines the
+// sender's core just wrote (NetModel::Handoff). A step that also reads or
+// writes the rank's own buffers goes at the slower of the two rates; one
+// that copies a received slot on to the next touches slots alone.
+// Memory rates follow the working set, for the whole play: the plain copy
+// and fold rates that of a rank's input, output and the slots it writes,
+// the hand-off rates that of the slots alone (a FIFO a few slots deep that
+// its receiver empties as it fills, so it stays in cache while the buffers
+// stream from DRAM). NetModel::caches holds each cache's rates.
 // What is not modelled: memory bandwidth shared by a node's ranks, NIC
 // message-rate limits beyond msgOverheadUs, adaptive routing.
 #pragma once
@@ -50,25 +57,40 @@ struct Topology {
 // spine; ranks of a node copy through shared memory at 20 GB/s and fold at
 // 10 GB/s (one core's reduction of two float streams).
 struct NetModel {
-  Level shm{0.4, 20};
+  // A rank's rates for bytes that cross to or from another core's slots,
+  // GB/s (0: no limit beyond the plain rates, shm.gbps and reduceGBps).
+  struct Handoff {
+    double writeGBps = 0;    // filling a slot its receiver's core read last
+    double copyOutGBps = 0;  // copying a slot another core wrote
+    double foldGBps = 0;     // folding such a slot into its data
+  };
+  Level shm{0.4, 20};  // gbps: a rank's copy of its own data
+  // A rank writing its output from a slot in cache (0: shm.gbps): from
+  // DRAM-sized outputs on, the executor's non-temporal stores
+  // (STRATA_NT_BYTES) write it without first reading it.
+  double outputGBps = 0;
   Level nic{1.5, 25};
   double spineLatencyUs = 0.5;
   double msgOverheadUs = 0.1;  // a NIC's time per message, on top of the bytes
   double reduceGBps = 10;      // bytes folded per second per rank
+  Handoff handoff;
 
   // A cache level: its size on a node, shared by the node's ranks, and the
-  // copy and fold rates of one rank whose buffers it holds.
+  // rates of one rank whose buffers it holds.
   struct Cache {
     double bytes;
     double copyGBps;
     double foldGBps;
+    Handoff handoff;
   };
   std::vector<Cache> caches;  // smallest first; none: every buffer from DRAM
 
-  // This model with shm.gbps and reduceGBps from the smallest cache that
-  // holds `perRankBytes` for each of `ranksSharing` ranks (the DRAM rates
-  // above where none does).
-  NetModel forWorkingSet(double perRankBytes, int ranksSharing) const;
+  // This model with shm.gbps and reduceGBps (and outputGBps: the cache's
+  // copy rate) from the smallest cache that holds `perRankBytes` for each
+  // of `ranksSharing` ranks, and handoff from
+  // the smallest that holds `slotBytes` for each (the rates above where
+  // none does).
+  NetModel forWorkingSet(double perRankBytes, double slotBytes, int ranksSharing) const;
 };
 
 // The link state of one play: when each resource is next free.
@@ -83,19 +105,27 @@ class Network {
   // `from` and `to` are real ranks (they decide the path); the resources
   // are those of `fromRes` and `toRes`, which stand for them in a play that
   // simulates representatives of a symmetric plan (player.h).
-  // written: the step's own fold or copy already wrote the chunk into a
-  // same-node slot (a receive that sends on), so no copy is left to do.
-  Timing transfer(int from, int to, int fromRes, int toRes, uint64_t bytes, double readyUs, bool written = false);
-  double foldUs(uint64_t bytes) const { return bytes / (model_.reduceGBps * 1e3); }
+  // How a same-node send fills the receiver's slot.
+  enum class Fill {
+    Written,     // the step's own fold already wrote it: no copy left to do
+    FromBuffer,  // a copy of the rank's own data
+    FromSlot,    // a copy of a slot it received (a cache-hot chunk passed on)
+  };
+  Timing transfer(int from, int to, int fromRes, int toRes, uint64_t bytes, double readyUs,
+                  Fill fill = Fill::FromBuffer);
+  // Folding a chunk `to` received from `from` into its data: from the
+  // sender's slot on the same node, from its own memory off the network.
+  double foldUs(int from, int to, uint64_t bytes) const;
   // A receive from a rank of the same node copies the chunk out of the
   // shared slot: a second copy, on the receiver (a NIC's DMA is the network
   // receive's).
-  double copyOutUs(int from, int to, uint64_t bytes) const {
-    return topo_.nodeOf(from) == topo_.nodeOf(to) ? bytes / (model_.shm.gbps * 1e3) : 0;
-  }
+  double copyOutUs(int from, int to, uint64_t bytes) const;
+  // A rank's copy of a slot it just wrote into its output.
+  double outputUs(uint64_t bytes) const { return bytes / (outputGBps() * 1e3); }
 
  private:
   double& lane(std::vector<double>& lanes, int leaf);
+  double outputGBps() const { return model_.outputGBps > 0 ? model_.outputGBps : model_.shm.gbps; }
 
   Topology topo_;
   NetModel model_;

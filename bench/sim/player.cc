@@ -132,15 +132,22 @@ class Play {
     const Step& s = plans_[cur.rank][cur.ch].steps[cur.next];
     const uint64_t bytes = s.count * elemSize_;
     double t = start;
-    if (folds(s.prim)) t += net_.foldUs(bytes);
-    if (s.prim == Prim::ReduceAll) t += net_.foldUs(bytes * (n_ - 1));
+    if (folds(s.prim)) t += net_.foldUs(s.recvPeer, cur.rank, bytes);
+    if (s.prim == Prim::ReduceAll) t += net_.foldUs((cur.rank + 1) % n_, cur.rank, bytes * (n_ - 1));
     const bool copies = s.prim == Prim::Recv || s.prim == Prim::RecvCopySend;
     if (copies) t += net_.copyOutUs(s.recvPeer, cur.rank, bytes);
-    const bool written = s.recvPeer >= 0 && (copies || folds(s.prim));
+    // A step that writes both its output and a slot writes the slot first
+    // and copies the output from it (algorithms/core/executor.cc).
+    if (s.prim == Prim::CopySend || s.prim == Prim::RecvReduceCopySend) t += net_.outputUs(bytes);
+    // The slot a fold wrote goes as it is; a received chunk passed on is
+    // copied from the slot it came in to the next one.
+    const Network::Fill fill = s.recvPeer < 0    ? Network::Fill::FromBuffer
+                               : folds(s.prim) ? Network::Fill::Written
+                                               : Network::Fill::FromSlot;
     double done = t;
     if (s.sendPeer >= 0) {
       const auto timing =
-          net_.transfer(cur.rank, s.sendPeer, sym_.rep(cur.rank), sym_.rep(s.sendPeer), bytes, t, written);
+          net_.transfer(cur.rank, s.sendPeer, sym_.rep(cur.rank), sym_.rep(s.sendPeer), bytes, t, fill);
       done = timing.sentUs;
       Connector& k = conn(cur.rank, s.sendPeer, cur.ch);
       arrival(k, k.sent) = timing.arrivesUs;

@@ -127,12 +127,14 @@ namespace {
 
 // The scenario with the memory rates of the working set of one rank: its
 // input and output, and the slots it writes (all it sends, up to its
-// connectors' nslots slots per channel). The plays at smaller counts that an
+// connectors' nslots slots per channel), and the hand-off rates of those
+// slots alone (network.h). The plays at smaller counts that an
 // extrapolation runs keep the real count's rates.
 Scenario atWorkingSet(const Scenario& sc, uint64_t bytes, int nch) {
   Scenario s = sc;
   const double slots = double(nch) * sc.nslots * sc.slotBytes;
-  s.model = sc.model.forWorkingSet(2.0 * bytes + std::min(double(bytes), slots), sc.topo.ranksPerNode);
+  const double written = std::min(double(bytes), slots);
+  s.model = sc.model.forWorkingSet(2.0 * bytes + written, written, sc.topo.ranksPerNode);
   return s;
 }
 
