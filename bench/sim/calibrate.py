@@ -1,22 +1,32 @@
 #!/usr/bin/env python3
 """strata-sim's model of this machine against strata-perf on it.
 
-The model's rates come from measurements that are not strata's: memcpy and
-c=a+b from strata-membw (per thread) at three working sets, one that each
-core's L2 holds, one that the L3 holds and one from DRAM (the caches' sizes
-from sysfs; strata-sim takes the rates of the smallest cache that holds a
-rank's buffers), iperf3's rate each way with a stream each way at once (as
-two ranks' allreduce sends) and the round trip of a TCP echo
-between two network namespaces. strata-sim then predicts each
-configuration's allreduce with the algorithm strata-perf ran (its -A
-column), and this prints predicted against the median of the measured runs
-and against the fastest, with their spread (slowest / fastest run of the
-same configuration):
+The model's rates come from measurements that are not strata's, at three
+working sets (one that each core's L2 holds, one that the L3 holds, one
+from DRAM; the caches' sizes from sysfs):
+  - strata-membw: a thread's memcpy and c=a+b on its own data, and its
+    writes of an output from a piece in cache (strata's copy kernel, with
+    its non-temporal stores from DRAM sizes on);
+  - strata-membw --handoff: the same across the two cores, as shared
+    memory moves a hop's bytes: filling a buffer the other core read last,
+    copying and folding one the other core just wrote (threads pinned);
+  - strata-latency-floor: a cache line's trip between the cores, the hop's
+    latency; with more ranks than cores, --ring N: a hop that waits for the
+    scheduler, as strata's ranks then wait (sched_yield);
+  - iperf3 --bidir: each way's rate while the other runs (as two ranks'
+    allreduce sends), and a busy-polled TCP echo's round trip, between two
+    network namespaces.
+strata-sim then predicts each configuration's allreduce with the algorithm
+strata-perf ran (its -A column):
   shm: 2 and 4 ranks on one host (4 ranks share the 2 cores);
   tcp: 2 namespaces x 1 rank.
-It records the load average and where the VM's two cores sit (near or far,
-from strata-latency-floor) before and after. Needs root (namespaces). Keep
-the machine otherwise idle while it runs.
+The VM's two cores move between a near and a far placement, within seconds
+to minutes, and every rate moves with them (bench/README.md). So every
+measurement, rates and strata-perf runs alike, is bracketed by the
+placement probe, kept under the placement it ran in, and dropped where the
+probe before and after disagree; each placement's prediction takes the
+medians of its own rates and meets the median of its own runs. Needs root
+(namespaces). Keep the machine otherwise idle while it runs.
 """
 import argparse
 import csv
@@ -49,42 +59,25 @@ def perf_rows(text):
     return rows
 
 
-def perf_flags(args):
-    return ["-b", str(SIZES[0]), "-e", str(SIZES[-1]), "-f", "16", "-n", str(args.iters), "-w", "3", "-A", "-c", "0"]
+def perf_flags(args, size):
+    return ["-b", str(size), "-e", str(size), "-n", str(args.iters), "-w", "3", "-A", "-c", "0"]
 
 
-# Other jobs share this machine's 2 cores: every run of a configuration is
-# kept, and the table gives their median and their spread.
-def runs_by_size(runs):
-    return {s: (sorted(r[s][0] for r in runs), runs[0][s][1]) for s in SIZES}
+def shm_run(args, ranks, size):
+    return perf_rows(run([args.perf, "--ranks", str(ranks)] + perf_flags(args, size)))[size]
 
 
-def shm_run(args, ranks):
-    return perf_rows(run([args.perf, "--ranks", str(ranks)] + perf_flags(args)))
-
-
-def tcp_run(args, hosts, i):
-    procs = [hosts.popen(h, [args.perf] + perf_flags(args),
+def tcp_run(args, hosts, i, size):
+    procs = [hosts.popen(h, [args.perf] + perf_flags(args, size),
                          {"RANK": str(h), "WORLD_SIZE": "2", "MASTER_ADDR": hosts.addr[0],
-                          "MASTER_PORT": str(29600 + i), "STRATA_TRANSPORT": "tcp", "STRATA_TIMEOUT": "120"})
+                          "MASTER_PORT": str(29600 + i % 300), "STRATA_TRANSPORT": "tcp",
+                          "STRATA_TIMEOUT": "120"})
              for h in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (out, err) in zip(procs, outs):
         if p.returncode:
             raise RuntimeError("strata-perf over tcp failed: " + out[-800:] + err[-800:])
-    return perf_rows(outs[0][0])
-
-
-# The configurations take turns, one run each per repeat, so that a busy
-# minute falls on all of them alike rather than on one configuration's runs.
-def measure(args, hosts):
-    runs = {"tcp": [], 2: [], 4: []}
-    for i in range(args.repeat):
-        print("repeat %d: %s" % (i + 1, machine_state(args)), flush=True)
-        runs["tcp"].append(tcp_run(args, hosts, i))
-        for ranks in (2, 4):
-            runs[ranks].append(shm_run(args, ranks))
-    return {k: runs_by_size(v) for k, v in runs.items()}
+    return perf_rows(outs[0][0])[size]
 
 
 ECHO_SERVER = """
@@ -92,8 +85,12 @@ import socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((%r, 29599)); s.listen(1); c, _ = s.accept()
 c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+c.setblocking(False)
 while True:
-    b = c.recv(64)
+    try:
+        b = c.recv(64)
+    except BlockingIOError:
+        continue
     if not b: break
     c.sendall(b)
 """
@@ -105,16 +102,26 @@ for _ in range(100):
         s = socket.create_connection((%r, 29599)); break
     except OSError: time.sleep(0.1)
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+s.setblocking(False)
 rtts = []
-for _ in range(2000):
-    t = time.perf_counter(); s.sendall(b"x" * 8); s.recv(64); rtts.append(time.perf_counter() - t)
+for _ in range(5000):
+    t = time.perf_counter()
+    s.sendall(b"x" * 8)
+    got = b""
+    while not got:
+        try:
+            got = s.recv(64)
+        except BlockingIOError:
+            pass
+    rtts.append(time.perf_counter() - t)
 print(sorted(rtts)[len(rtts) // 2] * 1e6)
 """
 
 
 def net_rates(hosts):
-    # One way: half the median round trip of 8 bytes over TCP (a Python echo,
-    # so it holds some interpreter time too).
+    # One way: half the median round trip of 8 bytes over TCP. Both ends
+    # poll, as strata's ranks do while a call waits (a blocking echo measures
+    # the wake-ups instead); a Python echo, so some interpreter time too.
     server = hosts.popen(0, ["python3", "-c", ECHO_SERVER % hosts.addr[0]], {})
     try:
         rtt = float(run(["ip", "netns", "exec", hosts.ns[1], "python3", "-c", ECHO_CLIENT % hosts.addr[0]]))
@@ -125,8 +132,11 @@ def net_rates(hosts):
     try:
         time.sleep(0.5)
         # Both ways at once, as two ranks' allreduce sends: each way's rate
-        # while the other runs on the same two cores.
-        out = run(["ip", "netns", "exec", hosts.ns[1], "iperf3", "-c", hosts.addr[0], "-t", "3", "-f", "g", "--bidir"])
+        # while the other runs on the same two cores. With strata's socket
+        # buffers (STRATA_SOCKET_BUFFER_BYTES) and writes of one slot
+        # (STRATA_SLOT_BYTES), past the first second's slow start.
+        out = run(["ip", "netns", "exec", hosts.ns[1], "iperf3", "-c", hosts.addr[0], "-t", "3", "-O", "1",
+                   "-w", "4M", "-l", "256K", "-f", "g", "--bidir"])
     finally:
         server.kill()
         server.communicate()
@@ -148,34 +158,60 @@ def cache_bytes(level):
 
 
 def membw(args, per_thread_bytes=None):
-    """(copy, fold) GB/s of one thread: strata-membw's 2-thread rates halved."""
+    """(copy, fold, output write from cache) GB/s of one thread:
+    strata-membw's 2-thread rates halved."""
     cmd = [os.path.join(args.build, "bench/kernels/strata-membw")]
     if per_thread_bytes:
         cmd += ["--bytes", str(per_thread_bytes)]
     out = run(cmd)
-    return (float(re.search(r"memcpy.*?([\d.]+) GB/s", out).group(1)) / 2,
-            float(re.search(r"c=a\+b.*?([\d.]+) GB/s", out).group(1)) / 2)
+    return tuple(float(re.search(name + r".*?([\d.]+) GB/s", out).group(1)) / 2
+                 for name in ("memcpy", r"c=a\+b", "write from cache"))
 
 
-def cache_tiers(args):
-    """[(cache bytes on the machine, copy, fold)] for the L2s and the L3.
+def handoff(args, per_thread_bytes):
+    """(write, copy, fold) GB/s per thread of data crossing between the two
+    cores (strata-membw --handoff): writing an outbox the other core read
+    last, copying and folding one the other core just wrote."""
+    out = run([os.path.join(args.build, "bench/kernels/strata-membw"), "--handoff", "--bytes", str(per_thread_bytes)])
+    return tuple(float(re.search(name + r".*?([\d.]+) GB/s", out).group(1))
+                 for name in ("handoff write", "handoff memcpy", r"handoff c=a\+b"))
 
-    Each strata-membw thread has 3 buffers (a, b, c): an eighth of a cache
-    per buffer keeps them resident with room to spare (an L2 per core; the
-    L3 shared by the 2 threads)."""
+
+# Past the caches: strata-membw's default 256 MiB per buffer; the hand-off's
+# four 32 MiB buffers per thread are 8 times the L3 too.
+DRAM_HANDOFF_BYTES = 32 << 20
+
+
+def memory_rates(args):
+    """A rank's rates (GB/s per thread) while the L2s hold its buffers, the
+    L3 does, and from DRAM (cache None): its own copy and fold, its output
+    written from cache, and the hand-off's write into a slot, copy out of
+    one and fold of one. Each
+    thread's buffers take an eighth of a cache each (an L2 per core; the L3
+    shared by the 2 threads), so they stay resident."""
     cores = os.cpu_count()
     l2, l3 = cache_bytes(2), cache_bytes(3)
-    return [(l2 * cores,) + membw(args, l2 // 8), (l3,) + membw(args, l3 // cores // 8)]
+    tiers = []
+    for cache, per_buffer in ((l2 * cores, l2 // 8), (l3, l3 // cores // 8), (None, None)):
+        t = dict(zip(("copy", "fold", "output"), membw(args, per_buffer)))
+        t.update(zip(("write", "copy_out", "slot_fold"), handoff(args, per_buffer or DRAM_HANDOFF_BYTES)))
+        t["cache"] = cache
+        tiers.append(t)
+    return tiers
 
 
-def machine_state(args):
-    """Load average and where the two cores sit (strata-latency-floor)."""
-    floor = float(re.search(r"latency_floor_us ([\d.]+)",
-                            run([os.path.join(args.build, "bench/kernels/strata-latency-floor")])).group(1))
+def latency_floor(args, ring=None):
+    """One cache line's trip between the two cores, or with `ring`
+    processes, more than the cores, a hop that waits for the scheduler
+    (strata-latency-floor --ring: waiting as strata's ranks then do)."""
+    cmd = [os.path.join(args.build, "bench/kernels/strata-latency-floor")] + (["--ring", str(ring)] if ring else [])
+    return float(re.search(r"(?:latency_floor|ring_hop)_us ([\d.]+)", run(cmd)).group(1))
+
+
+def placement(floor):
     # bench/README.md: about 0.07 us near, 0.35-0.40 us far; beyond that the
     # probe's two spinning processes were descheduled by other work.
-    where = "near" if floor < 0.2 else "far" if floor < 0.5 else "unknown (cores busy)"
-    return "load average %.2f %.2f %.2f, latency floor %.3f us: cores %s" % (os.getloadavg() + (floor, where))
+    return "near" if floor < 0.2 else "far" if floor < 0.5 else "unknown (cores busy)"
 
 
 def predict(args, kind, ranks, algo, size, flags):
@@ -185,51 +221,139 @@ def predict(args, kind, ranks, algo, size, flags):
         return float(next(csv.DictReader(open(f.name)))["time_us"])
 
 
+CONFIGS = [("shm", 2), ("shm", 4), ("tcp", 2)]
+
+
+def model_flags(kind, ranks, r, handoffs=True):
+    """strata-sim's flags for a placement's rates r (median_rates)."""
+    *caches, dram = r["tiers"]
+    handoffs = handoffs and kind == "shm"
+    # Without hand-offs a same-node hop's bytes go at the thread's own copy
+    # and fold rates alone.
+    rates = (lambda t: (t["copy"], t["fold"], t["write"], t["copy_out"], t["slot_fold"])) if handoffs else \
+        (lambda t: (t["copy"], t["fold"]))
+    if kind == "tcp":
+        flags = ["--nic", "%.2f,%.3f" % (r["net_lat"], r["net_gbps"]), "--msg-overhead", "0"]
+    else:
+        # A hop's latency is a cache line's between the cores
+        # (strata-latency-floor), or with more ranks than cores a hop that
+        # waits for the scheduler.
+        hop = r["floor"] if ranks <= os.cpu_count() else r["ring"][ranks]
+        flags = ["--shm", "%.3f,%.3f" % (hop, dram["copy"])]
+    flags += ["--reduce", "%.3f" % dram["fold"], "--output", "%.3f" % dram["output"]]
+    if handoffs:
+        flags += ["--handoff", "%.3f,%.3f,%.3f" % rates(dram)[2:]]
+    for t in caches:
+        flags += ["--cache", ",".join(["%d" % t["cache"]] + ["%.3f" % x for x in rates(t)])]
+    return flags
+
+
+def bracketed(args, measure):
+    """measure()'s result and the cores' placement while it ran: "near" or
+    "far" where strata-latency-floor said the same before and after, None
+    where the two disagree (the VM's cores moved) or the cores were busy."""
+    before = placement(latency_floor(args))
+    result = measure()
+    after = placement(latency_floor(args))
+    return result, before if before == after and before in ("near", "far") else None
+
+
+def memory_sample(args):
+    return {"tiers": memory_rates(args),
+            "ring": {ranks: latency_floor(args, ranks) for _, ranks in CONFIGS if ranks > os.cpu_count()}}
+
+
+def net_sample(args, hosts):
+    gbps, lat = net_rates(hosts)
+    return {"net_gbps": gbps, "net_lat": lat}
+
+
+def repeat(args, hosts, i, samples, runs):
+    """One repeat: the rates, then each configuration and size's strata-perf
+    run, each bracketed by the placement probe. The VM's two cores move
+    between near and far placements within seconds to minutes, and every
+    rate moves with them, so each measurement is kept under the placement
+    it ran in, and the model's rates for a placement are the medians of the
+    samples taken in it (None: discarded)."""
+    print("repeat %d: load average %.2f %.2f %.2f" % ((i + 1,) + os.getloadavg()))
+    for name, measure in (("memory", lambda: memory_sample(args)), ("net", lambda: net_sample(args, hosts))):
+        sample, where = bracketed(args, measure)
+        samples[name].setdefault(where, []).append(sample)
+        if name == "memory":
+            for t in sample["tiers"]:
+                print("  %s, cores %s: copy %.2f, fold %.2f, output from cache %.2f; hand-off: slot write %.2f, "
+                      "copy-out %.2f, fold %.2f GB/s per thread"
+                      % ("DRAM" if t["cache"] is None else "%d MiB cache" % (t["cache"] >> 20), where, t["copy"],
+                         t["fold"], t["output"], t["write"], t["copy_out"], t["slot_fold"]))
+            for ranks, hop in sample["ring"].items():
+                print("  %d processes on %d cores: %.2f us a hop (strata-latency-floor --ring)"
+                      % (ranks, os.cpu_count(), hop))
+        else:
+            print("  tcp, cores %s: %.2f GB/s each way with both ways at once (iperf3 --bidir), %.1f us one way "
+                  "(busy-polled TCP echo)" % (where, sample["net_gbps"], sample["net_lat"]))
+    for kind, ranks in CONFIGS:
+        for size in SIZES:
+            measure = (lambda: tcp_run(args, hosts, i * 10 + len(runs), size)) if kind == "tcp" else \
+                (lambda: shm_run(args, ranks, size))
+            (us, algo), where = bracketed(args, measure)
+            runs.setdefault(where, {}).setdefault((kind, ranks, size), []).append((us, algo))
+            print("  %s %d ranks %5d KiB %-4s %9.1f us, cores %s" % (kind, ranks, size >> 10, algo, us, where))
+    sys.stdout.flush()
+
+
+def median_rates(memory, net, floors):
+    """The field-by-field median of a placement's samples."""
+    med = statistics.median
+    tiers = [{k: (t0[k] if k == "cache" else med([m["tiers"][j][k] for m in memory])) for k in t0}
+             for j, t0 in enumerate(memory[0]["tiers"])]
+    return {"tiers": tiers, "ring": {n: med([m["ring"][n] for m in memory]) for n in memory[0]["ring"]},
+            "floor": med(floors), "net_gbps": med([x["net_gbps"] for x in net]),
+            "net_lat": med([x["net_lat"] for x in net])}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default="build", help="where strata-perf and strata-membw are")
     p.add_argument("--sim", default="build-sim/bench/sim/strata-sim")
-    p.add_argument("--iters", type=int, default=10)
-    p.add_argument("--repeat", type=int, default=5, help="strata-perf runs per configuration (the median counts)")
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--repeat", type=int, default=8, help="repeats, each measuring the rates and every configuration")
     args = p.parse_args()
     args.perf = os.path.join(args.build, "bench/strata-perf")
 
-    copy, fold = membw(args)
-    tiers = cache_tiers(args)
+    samples, runs, floors = {"memory": {}, "net": {}}, {}, {}
     hosts = Hosts(2, tag="strsim")
     try:
-        net_gbps, net_lat = net_rates(hosts)
-        measured = measure(args, hosts)
+        for i in range(args.repeat):
+            repeat(args, hosts, i, samples, runs)
+            for _ in range(3):
+                f = latency_floor(args)
+                floors.setdefault(placement(f), []).append(f)
     finally:
         hosts.close()
-    print("after: " + machine_state(args))
-    print("model: shm copy %.2f GB/s per thread, fold %.2f GB/s per thread from DRAM (strata-membw); "
-          "tcp %.2f GB/s each way with both ways at once (iperf3 --bidir), %.1f us one way (TCP echo)"
-          % (copy, fold, net_gbps, net_lat))
-    for size, c, f in tiers:
-        print("model: while a %d MiB cache holds the buffers, copy %.2f GB/s, fold %.2f GB/s per thread"
-              % (size >> 20, c, f))
-    cache_flags = sum((["--cache", "%d,%.3f,%.3f" % t] for t in tiers), [])
-    shm_flags = ["--shm", "1,%.3f" % copy, "--reduce", "%.3f" % fold]
-    tcp_flags = ["--nic", "%.2f,%.3f" % (net_lat, net_gbps), "--msg-overhead", "0", "--reduce", "%.3f" % fold]
-    # The last column is the model without its cache levels (DRAM rates for
-    # every size), to show what they change.
-    # Predicted over the median, and over the fastest run (the one other
-    # jobs disturbed least), with and without the cache levels.
-    print("| transport | ranks | size | algorithm | measured median (us) | fastest (us) | runs' spread "
-          "| predicted (us) | / median | / fastest | DRAM only: / median | / fastest |")
+    print()
+    print("| cores | transport | ranks | size | algorithm | runs | measured median (us) | runs' spread | "
+          "predicted (us) | predicted / median | runs within 25% of predicted | without hand-offs / median |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    cases = [("shm", 2, measured[2], shm_flags), ("shm", 4, measured[4], shm_flags),
-             ("tcp", 2, measured["tcp"], tcp_flags)]
-    for kind, ranks, by_size, flags in cases:
-        for size in SIZES:
-            runs, algo = by_size[size]
-            us = statistics.median(runs)
-            pred = predict(args, kind, ranks, algo, size, flags + cache_flags)
-            dram = predict(args, kind, ranks, algo, size, flags)
-            print("| %s | %d | %d KiB | %s | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f | %.2f | %.2f |"
-                  % (kind, ranks, size >> 10, algo, us, runs[0], runs[-1] / runs[0], pred, pred / us,
-                     pred / runs[0], dram / us, dram / runs[0]))
+    for where in ("near", "far"):
+        memory, net = samples["memory"].get(where), samples["net"].get(where)
+        if not memory or not net or where not in runs:
+            print("| %s | no rates or runs in this placement |  |  |  |  |  |  |  |  |  |  |" % where)
+            continue
+        # The hop's latency: the probes taken between repeats in this placement.
+        r = median_rates(memory, net, floors.get(where) or [0.07 if where == "near" else 0.35])
+        for kind, ranks in CONFIGS:
+            for size in SIZES:
+                got = runs[where].get((kind, ranks, size))
+                if not got:
+                    continue
+                times = sorted(us for us, _ in got)
+                algo = got[0][1]
+                us = statistics.median(times)
+                pred = predict(args, kind, ranks, algo, size, model_flags(kind, ranks, r))
+                plain = predict(args, kind, ranks, algo, size, model_flags(kind, ranks, r, handoffs=False))
+                print("| %s | %s | %d | %d KiB | %s | %d | %.1f | %.2f | %.1f | %.2f | %d of %d | %.2f |"
+                      % (where, kind, ranks, size >> 10, algo, len(times), us, times[-1] / times[0], pred, pred / us,
+                         sum(0.75 <= pred / t <= 1.25 for t in times), len(times), plain / us))
 
 
 if __name__ == "__main__":
