@@ -87,9 +87,8 @@ struct NetModel {
 
   // This model with shm.gbps and reduceGBps (and outputGBps: the cache's
   // copy rate) from the smallest cache that holds `perRankBytes` for each
-  // of `ranksSharing` ranks, and handoff from
-  // the smallest that holds `slotBytes` for each (the rates above where
-  // none does).
+  // of `ranksSharing` ranks, and handoff from the smallest that holds
+  // `slotBytes` for each (the rates above where none does).
   NetModel forWorkingSet(double perRankBytes, double slotBytes, int ranksSharing) const;
 };
 
