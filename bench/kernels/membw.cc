@@ -16,7 +16,8 @@
 // writes N bytes into its outbox, both meet, and each then copies (or adds
 // into its own data) the outbox the other thread just wrote, so every line
 // it reads comes from the other core's cache (or, past the caches, DRAM).
-// It prints the rate of that read phase per thread, the two threads at once.
+// It prints each phase's rate per thread (the write, the copy, the add), the
+// two threads at once.
 // With small buffers it measures the caches instead (each thread's a, b and
 // c fit its L2 at 256 KiB, both threads' fit the L3 at a few MiB): each
 // measurement runs the kernel over the same buffers until it has moved
