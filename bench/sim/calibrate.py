@@ -13,9 +13,9 @@ from DRAM; the caches' sizes from sysfs):
   - strata-latency-floor: a cache line's trip between the cores, the hop's
     latency; with more ranks than cores, --ring N: a hop that waits for the
     scheduler, as strata's ranks then wait (sched_yield);
-  - iperf3 --bidir: each way's rate while the other runs (as two ranks'
-    allreduce sends), and a busy-polled TCP echo's round trip, between two
-    network namespaces.
+  - iperf3, one pair each way at once: each way's rate while the other
+    runs (as two ranks' allreduce sends), and a busy-polled TCP echo's round
+    trip, between two network namespaces.
 strata-sim then predicts each configuration's allreduce with the algorithm
 strata-perf ran (its -A column):
   shm: 2 and 4 ranks on one host (4 ranks share the 2 cores);
@@ -128,19 +128,24 @@ def net_rates(hosts):
     finally:
         server.kill()
         server.communicate()
-    server = hosts.popen(0, ["iperf3", "-s", "-1", "-B", hosts.addr[0]], {})
+    # Both ways at once, as two ranks' allreduce sends: each way's rate
+    # while the other runs on the same two cores. With strata's socket
+    # buffers (STRATA_SOCKET_BUFFER_BYTES) and writes of one slot
+    # (STRATA_SLOT_BYTES), past the first second's slow start. One iperf3
+    # pair each way: Debian 12's iperf3 (3.12) moves all of --bidir's
+    # streams on one thread, and one way starves (7.0-9.0 Gbit/s one way,
+    # 4.8-7.0 the other, here); two pairs give 7.7-9.1 each way.
+    servers = [hosts.popen(h, ["iperf3", "-s", "-1", "-B", hosts.addr[h], "-p", str(5301 + h)], {}) for h in range(2)]
     try:
         time.sleep(0.5)
-        # Both ways at once, as two ranks' allreduce sends: each way's rate
-        # while the other runs on the same two cores. With strata's socket
-        # buffers (STRATA_SOCKET_BUFFER_BYTES) and writes of one slot
-        # (STRATA_SLOT_BYTES), past the first second's slow start.
-        out = run(["ip", "netns", "exec", hosts.ns[1], "iperf3", "-c", hosts.addr[0], "-t", "3", "-O", "1",
-                   "-w", "4M", "-l", "256K", "-f", "g", "--bidir"])
+        clients = [hosts.popen(1 - h, ["iperf3", "-c", hosts.addr[h], "-p", str(5301 + h), "-t", "3", "-O", "1",
+                                       "-w", "4M", "-l", "256K", "-f", "g"], {}) for h in range(2)]
+        outs = [c.communicate(timeout=60)[0] for c in clients]
     finally:
-        server.kill()
-        server.communicate()
-    ways = [float(g) for g in re.findall(r"([\d.]+) Gbits/sec.*receiver", out)]
+        for server in servers:
+            server.kill()
+            server.communicate()
+    ways = [float(g) for out in outs for g in re.findall(r"([\d.]+) Gbits/sec.*receiver", out)]
     return statistics.mean(ways) / 8, rtt / 2
 
 
@@ -289,7 +294,7 @@ def repeat(args, hosts, i, samples, runs):
                 print("  %d processes on %d cores: %.2f us a hop (strata-latency-floor --ring)"
                       % (ranks, os.cpu_count(), hop))
         else:
-            print("  tcp, cores %s: %.2f GB/s each way with both ways at once (iperf3 --bidir), %.1f us one way "
+            print("  tcp, cores %s: %.2f GB/s each way with both ways at once (two iperf3 pairs), %.1f us one way "
                   "(busy-polled TCP echo)" % (where, sample["net_gbps"], sample["net_lat"]))
     for kind, ranks in CONFIGS:
         for size in SIZES:
