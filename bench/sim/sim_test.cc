@@ -153,6 +153,14 @@ TEST(Sim, ExtrapolationMatchesExactPlay) {
   }
 }
 
+// The cost-model check's nodes of 8 ranks. 1,024 ranks take 40 s of the
+// ASan leg and run no code that 64 do not: under the sanitizers, 64 alone.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kCheckedNodes[] = {8};
+#else
+constexpr int kCheckedNodes[] = {8, 128};
+#endif
+
 // Issue 21's bound: the cost model's pick (Tuning, with strata-sim's levels:
 // a NIC's in-flight latency and shared bandwidth) is within 10% of the best
 // the simulator finds among the algorithms it may pick, at 64 and 1,024
@@ -169,14 +177,6 @@ TEST(Sim, ExtrapolationMatchesExactPlay) {
 // so. On a shared level a step now costs one latency where that queue is
 // shorter (hierarchical.cc), which picks hier there and moves no other pick
 // at 64, 1,024 or 16,384 ranks but 1,024 at 4 MiB (hd 1.09x -> hier).
-// Nodes of 8 ranks. 1,024 ranks take 40 s of the ASan leg and run no code
-// that 64 do not: under the sanitizers, 64 alone.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr int kCheckedNodes[] = {8};
-#else
-constexpr int kCheckedNodes[] = {8, 128};
-#endif
-
 TEST(Sim, CostModelPicksWithinTenPercentOfTheBest) {
   std::vector<uint64_t> sizes = {8};
   for (int k = 4; k <= 32; k += 2) sizes.push_back(uint64_t(1) << k);
