@@ -87,12 +87,19 @@ inline void expected(void* out, int nranks, size_t i, strata_op_t op, strata_dat
   std::memcpy(out, &h, 2);
 }
 
-// The whole expected buffer, element by element from the definitions.
+// Expected elements [first, last) of the result, element by element from
+// the definitions; out[0] holds element `first`.
+inline void expectedRange(std::vector<char>& out, int nranks, size_t first, size_t last, strata_op_t op,
+                          strata_datatype_t dt) {
+  const size_t elem = strata_datatype_size(dt);
+  out.resize((last - first) * elem);
+  for (size_t i = first; i < last; ++i) expected(out.data() + (i - first) * elem, nranks, i, op, dt);
+}
+
+// The whole expected buffer.
 inline void expectedBuffer(std::vector<char>& out, int nranks, size_t count, strata_op_t op,
                            strata_datatype_t dt) {
-  const size_t elem = strata_datatype_size(dt);
-  out.resize(count * elem);
-  for (size_t i = 0; i < count; ++i) expected(out.data() + i * elem, nranks, i, op, dt);
+  expectedRange(out, nranks, 0, count, op, dt);
 }
 
 }  // namespace strata::test

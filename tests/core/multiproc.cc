@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 namespace strata::test {
@@ -60,10 +61,20 @@ void Reporter::value(const std::string& name, uint64_t v) {
   send("VALUE " + name + " " + std::to_string(v));
 }
 
+// FNV-1a over 8-byte words (then the tail's bytes), with a shift that
+// carries each word's high bits down: byte by byte, hashing the sweeps'
+// 32 MiB results took a tenth of their run.
 uint64_t hashBytes(const void* data, size_t bytes) {
   const auto* p = static_cast<const uint8_t*>(data);
   uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0x100000001b3ull;
+    h ^= h >> 29;
+  }
+  for (; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
   return h;
 }
 
