@@ -157,8 +157,9 @@ TEST(Faults, TimeoutNamesTheRankThatIsBehind) {
 
 // A communicator's own timeout (strata_comm_init_rank_config) overrides
 // STRATA_TIMEOUT for its operations, and its splits inherit it: with
-// STRATA_TIMEOUT at 300 s, a rank that sleeps 4 s before its call makes its
-// peer's allreduce fail after about 1 s, on the parent and on a split alike.
+// STRATA_TIMEOUT at 300 s, a rank that sleeps 5 s instead of calling (long
+// enough for both of its peer's deadlines) makes its peer's allreduce fail
+// after about 1 s, on the split and then on the parent alike.
 TEST(Faults, ConfigTimeoutOverridesTheVariableAndSplitsInheritIt) {
   auto outcomes = runRanks(2, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
     strata_config_t config = STRATA_CONFIG_INITIALIZER;
@@ -167,11 +168,9 @@ TEST(Faults, ConfigTimeoutOverridesTheVariableAndSplitsInheritIt) {
     if (!rep.ok(strata_comm_init_rank_config(&comm, nranks, id, rank, &config), nullptr, "init")) return;
     if (!rep.ok(strata_comm_split(comm, 0, rank, &split), comm, "split")) return;
     std::vector<float> buf(1000, 1.0f);
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(5));
     for (strata_comm_t c : {split, comm}) {
-      if (rank == 1) {
-        std::this_thread::sleep_for(std::chrono::seconds(4));
-        continue;
-      }
+      if (rank == 1) break;
       const double start = now();
       strata_result_t rc = strata_allreduce(buf.data(), buf.data(), buf.size(), STRATA_FLOAT32, STRATA_SUM, c);
       const double took = now() - start;
