@@ -53,8 +53,10 @@ def main(source, sanitize):
         py = os.path.join(venv, "bin", "python3")
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
         # Offline (Debian's meson-python, no package index): no build isolation.
+        # One compile job: meson test runs another test beside this one.
         out = run([py, "-m", "pip", "install", "--no-build-isolation", "--no-index",
-                   "--config-settings=builddir=" + os.path.join(work, "build"), source], env=env, cwd=work)
+                   "--config-settings=builddir=" + os.path.join(work, "build"),
+                   "--config-settings=compile-args=-j1", source], env=env, cwd=work)
         print(out[-2000:])
         info = run([py, "-m", "strata.info"], env=env, cwd=work)
         print(info)
