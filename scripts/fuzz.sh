@@ -8,7 +8,8 @@
 #   --seconds N  per target (default 60)
 #   --merge      afterwards, add the inputs that found new coverage to
 #                tests/fuzz/corpus/<target>/ (libFuzzer's -merge=1: only those)
-#   --jobs J     build jobs (default: the number of cores)
+#   --jobs J     build jobs, and targets fuzzed at once (default: the number
+#                of cores)
 #   target       listen_record, host_info, ... (tests/fuzz/<target>_fuzz.cc);
 #                default: every target
 #
@@ -75,18 +76,31 @@ summary="$work/summary.tsv"
 printf 'target\tseconds\truns\texec_per_s\tcov\tcorpus\tnew\tcrashes\n' >"$summary"
 crashed=0
 stat() { sed -n "s/^stat::$1: *//p" "$2" | tail -1; }
-for t in "${targets[@]}"; do
-  bin="$dir/tests/fuzz/${t}_fuzz"
-  tw="$work/$t"
+# libFuzzer runs on one thread: the targets run --jobs at a time, each
+# leaving its exit status, time and starting corpus size beside its log.
+fuzz_one() {  # target
+  local t=$1 tw="$work/$1" start
   rm -rf "$tw"
   mkdir -p "$tw/corpus"
   cp tests/fuzz/corpus/"$t"/* "$tw/corpus/" 2>/dev/null
-  before=$(ls "$tw/corpus" | wc -l)
+  ls "$tw/corpus" | wc -l >"$tw/before"
   start=$(date +%s.%N)
-  "$bin" -max_total_time="$seconds" -timeout=10 -print_final_stats=1 -artifact_prefix="$tw/" \
-    "$tw/corpus" >"$tw/log" 2>&1
-  rc=$?
-  took=$(echo "$(date +%s.%N) - $start" | bc)
+  "$dir/tests/fuzz/${t}_fuzz" -max_total_time="$seconds" -timeout=10 -print_final_stats=1 \
+    -artifact_prefix="$tw/" "$tw/corpus" >"$tw/log" 2>&1
+  echo $? >"$tw/rc"
+  echo "$(date +%s.%N) - $start" | bc >"$tw/took"
+}
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then wait -n; running=$((running - 1)); fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait
+for t in "${targets[@]}"; do
+  bin="$dir/tests/fuzz/${t}_fuzz"
+  tw="$work/$t"
+  rc=$(cat "$tw/rc") took=$(cat "$tw/took") before=$(cat "$tw/before")
   runs=$(stat number_of_executed_units "$tw/log")
   execs=$(stat average_exec_per_sec "$tw/log")
   new=$(stat new_units_added "$tw/log")
