@@ -60,8 +60,9 @@ PY
 run_suite build "release" "" -Ducx=enabled
 # The fuzz targets (tests/fuzz) under libFuzzer for a few seconds each, with
 # clang, ASan and UBSan (scripts/fuzz.sh; about a minute the first time, with
-# its build): one test, failed by any crash or broken invariant. Every leg
-# also replays their corpora (meson suite 'fuzz').
+# its build): one test, failed by any crash or broken invariant, and the
+# sanitized replay of their corpora. The release leg also replays them
+# (meson suite 'fuzz').
 echo "=== libFuzzer smoke: scripts/fuzz.sh --seconds 5"
 if ! command -v clang++ >/dev/null; then
   echo "SKIP: clang++ not found"; skipped=$((skipped + 1))
