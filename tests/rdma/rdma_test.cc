@@ -193,7 +193,7 @@ constexpr double kFaultTimeout = 8;
 // may take up to its limit (kFaultTimeout + 10) to see the death: the
 // bootstrap waits longer than that skew.
 const std::vector<std::pair<std::string, std::string>> kFaultEnv = {
-    {"STRATA_TIMEOUT", "8"}, {"STRATA_BOOTSTRAP_TIMEOUT", "60"}, {"STRATA_IB_TIMEOUT", "14"},
+    {"STRATA_TIMEOUT", std::to_string(static_cast<int>(kFaultTimeout))}, {"STRATA_BOOTSTRAP_TIMEOUT", "60"}, {"STRATA_IB_TIMEOUT", "14"},
     {"STRATA_IB_RETRY_CNT", "3"}};
 
 // After a rank died: the survivors' strata_comm_shrink, then an allreduce
