@@ -9,7 +9,7 @@ int Topology::uplinkLanes() const {
   return std::max(1, static_cast<int>(std::lround(nodesPerLeaf * nicsPerNode / oversub)));
 }
 
-NetModel NetModel::forWorkingSet(double perRankBytes, double slotBytes, int ranksSharing) const {
+NetModel NetModel::forWorkingSet(double perRankBytes, double handoffBytes, int ranksSharing) const {
   NetModel m = *this;
   for (const Cache& c : caches)
     if (perRankBytes * ranksSharing <= c.bytes) {
@@ -19,7 +19,7 @@ NetModel NetModel::forWorkingSet(double perRankBytes, double slotBytes, int rank
       break;
     }
   for (const Cache& c : caches)
-    if (slotBytes * ranksSharing <= c.bytes) {
+    if (handoffBytes * ranksSharing <= c.bytes) {
       m.handoff = c.handoff;
       break;
     }

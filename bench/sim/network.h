@@ -21,9 +21,10 @@
 // that copies a received slot on to the next touches slots alone.
 // Memory rates follow the working set, for the whole play: the plain copy
 // and fold rates that of a rank's input, output and the slots it writes,
-// the hand-off rates that of the slots alone (a FIFO a few slots deep that
-// its receiver empties as it fills, so it stays in cache while the buffers
-// stream from DRAM). NetModel::caches holds each cache's rates.
+// the hand-off rates that of the slots and the input and output a rank
+// streams between two fills of one slot (a FIFO a few slots deep that its
+// receiver empties as it fills, so it stays in the L3 while the buffers
+// stream from DRAM, but not in an L2 that the buffers pass through). NetModel::caches holds each cache's rates.
 // What is not modelled: memory bandwidth shared by a node's ranks, NIC
 // message-rate limits beyond msgOverheadUs, adaptive routing.
 #pragma once
@@ -88,8 +89,9 @@ struct NetModel {
   // This model with shm.gbps and reduceGBps (and outputGBps: the cache's
   // copy rate) from the smallest cache that holds `perRankBytes` for each
   // of `ranksSharing` ranks, and handoff from the smallest that holds
-  // `slotBytes` for each (the rates above where none does).
-  NetModel forWorkingSet(double perRankBytes, double slotBytes, int ranksSharing) const;
+  // `handoffBytes` (the slots' reuse distance) for each (the rates above
+  // where none does).
+  NetModel forWorkingSet(double perRankBytes, double handoffBytes, int ranksSharing) const;
 };
 
 // The link state of one play: when each resource is next free.

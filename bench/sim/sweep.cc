@@ -127,14 +127,19 @@ namespace {
 
 // The scenario with the memory rates of the working set of one rank: its
 // input and output, and the slots it writes (all it sends, up to its
-// connectors' nslots slots per channel), and the hand-off rates of those
-// slots alone (network.h). The plays at smaller counts that an
-// extrapolation runs keep the real count's rates.
+// connectors' nslots slots per channel); and the hand-off rates of the
+// slots' reuse distance (network.h): between two fills of a slot the rank
+// has also read as much input and written as much output, which pass
+// through the same caches. So 1 MiB between 2 ranks (1 MiB of slots, 3 MiB
+// in all) hands off through the L3, not the L2 the slots alone would fit:
+// 2026-11-29, the L2's hand-off write rate (6-9 GB/s) predicted 157 us
+// where strata ran it in 62-66 us (docs/sim/calibration.txt). The plays at
+// smaller counts that an extrapolation runs keep the real count's rates.
 Scenario atWorkingSet(const Scenario& sc, uint64_t bytes, int nch) {
   Scenario s = sc;
   const double slots = double(nch) * sc.nslots * sc.slotBytes;
   const double written = std::min(double(bytes), slots);
-  s.model = sc.model.forWorkingSet(2.0 * bytes + written, written, sc.topo.ranksPerNode);
+  s.model = sc.model.forWorkingSet(2.0 * bytes + written, 3.0 * written, sc.topo.ranksPerNode);
   return s;
 }
 
