@@ -11,7 +11,9 @@
 //   strata-membw --handoff [--bytes N]
 // It also times writing c from a 256 KiB piece that stays in cache, with
 // strata's copy kernel and, from STRATA_NT_BYTES' default of 8 MiB, its
-// non-temporal stores: a rank writing its output from a slot.
+// non-temporal stores: a rank writing its output from a slot; and the
+// reverse, reading a into such a piece: a rank filling a slot from its
+// input, which past the caches moves half a memcpy's DRAM traffic.
 // --handoff measures what shared memory between two ranks adds: each thread
 // writes N bytes into its outbox, both meet, and each then copies (or adds
 // into its own data) the outbox the other thread just wrote, so every line
@@ -158,7 +160,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<float>> a(2, std::vector<float>(n, 1.0f)), b(2, std::vector<float>(n, 2.0f)),
       c(2, std::vector<float>(n, 0.0f));
   const size_t passes = std::max<size_t>(1, (size_t(256) << 20) / bytes);
-  std::vector<double> copyRates, addRates, writeRates;
+  std::vector<double> copyRates, addRates, writeRates, readRates;
   const size_t piece = std::min<size_t>(bytes, 256 << 10);
   const bool nonTemporal = bytes >= (size_t(8) << 20);
   for (int rep = 0; rep < 5; ++rep) {
@@ -189,6 +191,15 @@ int main(int argc, char** argv) {
       }
     });
     writeRates.push_back(2.0 * (bytes / piece * piece) * passes / t / 1e9);
+    t = onTwoThreads([&](int i) {
+      char* hot = reinterpret_cast<char*>(c[i].data());
+      const char* in = reinterpret_cast<const char*>(a[i].data());
+      for (size_t p = 0; p < passes; ++p) {
+        for (size_t off = 0; off + piece <= bytes; off += piece) strata::kernels::copy(hot, in + off, piece, false);
+        asm volatile("" ::: "memory");
+      }
+    });
+    readRates.push_back(2.0 * (bytes / piece * piece) * passes / t / 1e9);
   }
   const double copy = median(copyRates), add = median(addRates);
   const double limit = 1.0 / (1.0 / add + 1.0 / copy);
@@ -196,6 +207,7 @@ int main(int argc, char** argv) {
   std::printf("%-28s %8.2f GB/s\n", "memcpy (bytes copied)", copy);
   std::printf("%-28s %8.2f GB/s\n", "float32 c=a+b (output)", add);
   std::printf("%-28s %8.2f GB/s\n", nonTemporal ? "write from cache (NT)" : "write from cache", median(writeRates));
+  std::printf("%-28s %8.2f GB/s\n", "read into cache", median(readRates));
   std::printf("limit_2rank_allreduce_GBps %.2f\n", limit);
   return 0;
 }
