@@ -164,14 +164,14 @@ def cache_bytes(level):
 
 
 def membw(args, per_thread_bytes=None):
-    """(copy, fold, output write from cache) GB/s of one thread:
-    strata-membw's 2-thread rates halved."""
+    """(copy, fold, output write from cache, input read into cache) GB/s of
+    one thread: strata-membw's 2-thread rates halved."""
     cmd = [os.path.join(args.build, "bench/kernels/strata-membw")]
     if per_thread_bytes:
         cmd += ["--bytes", str(per_thread_bytes)]
     out = run(cmd)
     return tuple(float(re.search(name + r".*?([\d.]+) GB/s", out).group(1)) / 2
-                 for name in ("memcpy", r"c=a\+b", "write from cache"))
+                 for name in ("memcpy", r"c=a\+b", "write from cache", "read into cache"))
 
 
 def handoff(args, per_thread_bytes):
@@ -191,15 +191,15 @@ DRAM_HANDOFF_BYTES = 32 << 20
 def memory_rates(args):
     """A rank's rates (GB/s per thread) while the L2s hold its buffers, the
     L3 does, and from DRAM (cache None): its own copy and fold, its output
-    written from cache, and the hand-off's write into a slot, copy out of
-    one and fold of one. Each
-    thread's buffers take an eighth of a cache each (an L2 per core; the L3
-    shared by the 2 threads), so they stay resident."""
+    written from cache, its input read into cache, and the hand-off's write
+    into a slot, copy out of one and fold of one. Each thread's buffers take
+    an eighth of a cache each (an L2 per core; the L3 shared by the 2
+    threads), so they stay resident."""
     cores = os.cpu_count()
     l2, l3 = cache_bytes(2), cache_bytes(3)
     tiers = []
     for cache, per_buffer in ((l2 * cores, l2 // 8), (l3, l3 // cores // 8), (None, None)):
-        t = dict(zip(("copy", "fold", "output"), membw(args, per_buffer)))
+        t = dict(zip(("copy", "fold", "output", "input"), membw(args, per_buffer)))
         t.update(zip(("write", "copy_out", "slot_fold"), handoff(args, per_buffer or DRAM_HANDOFF_BYTES)))
         t["cache"] = cache
         tiers.append(t)
@@ -234,8 +234,8 @@ def model_flags(kind, ranks, r, handoffs=True):
     """strata-sim's flags for a placement's rates r (median_rates)."""
     *caches, dram = r["tiers"]
     handoffs = handoffs and kind == "shm"
-    # Without hand-offs a same-node hop's bytes go at the thread's own copy
-    # and fold rates alone.
+    # Without hand-offs a same-node hop's bytes go at the thread's own rates
+    # alone (copy, fold, input and output).
     rates = (lambda t: (t["copy"], t["fold"], t["write"], t["copy_out"], t["slot_fold"])) if handoffs else \
         (lambda t: (t["copy"], t["fold"]))
     if kind == "tcp":
@@ -246,7 +246,7 @@ def model_flags(kind, ranks, r, handoffs=True):
         # waits for the scheduler.
         hop = r["floor"] if ranks <= os.cpu_count() else r["ring"][ranks]
         flags = ["--shm", "%.3f,%.3f" % (hop, dram["copy"])]
-    flags += ["--reduce", "%.3f" % dram["fold"], "--output", "%.3f" % dram["output"]]
+    flags += ["--reduce", "%.3f" % dram["fold"], "--output", "%.3f" % dram["output"], "--input", "%.3f" % dram["input"]]
     if handoffs:
         flags += ["--handoff", "%.3f,%.3f,%.3f" % rates(dram)[2:]]
     for t in caches:
@@ -287,10 +287,10 @@ def repeat(args, hosts, i, samples, runs):
         samples[name].setdefault(where, []).append(sample)
         if name == "memory":
             for t in sample["tiers"]:
-                print("  %s, cores %s: copy %.2f, fold %.2f, output from cache %.2f; hand-off: slot write %.2f, "
-                      "copy-out %.2f, fold %.2f GB/s per thread"
+                print("  %s, cores %s: copy %.2f, fold %.2f, output from cache %.2f, input into cache %.2f; "
+                      "hand-off: slot write %.2f, copy-out %.2f, fold %.2f GB/s per thread"
                       % ("DRAM" if t["cache"] is None else "%d MiB cache" % (t["cache"] >> 20), where, t["copy"],
-                         t["fold"], t["output"], t["write"], t["copy_out"], t["slot_fold"]))
+                         t["fold"], t["output"], t["input"], t["write"], t["copy_out"], t["slot_fold"]))
             for ranks, hop in sample["ring"].items():
                 print("  %d processes on %d cores: %.2f us a hop (strata-latency-floor --ring)"
                       % (ranks, os.cpu_count(), hop))
@@ -312,13 +312,20 @@ HANDOFF_FIELDS = ("write", "copy_out", "slot_fold")
 
 
 def median_rates(memory, net, floors):
-    """The field-by-field median of a placement's samples, but the hand-off
-    rates' best: the probe falls now and then to a slow mode (an L3-tier slot
-    write at 4.0-4.6 GB/s against 25-31) that strata's runs do not follow
-    (2 ranks at 1 MiB ran 106-388 us beside a slow sample, 189-436 us
-    between fast ones; docs/sim/calibration.txt, 2026-11-28 13:00-13:32)."""
+    """The field-by-field median of a placement's samples; for the hand-off
+    rates, of those at least half that median. The probe falls now and then
+    to a slow mode (an L3-tier slot write at 4.0-4.6 GB/s against 25-31)
+    that strata's runs do not follow (2 ranks at 1 MiB ran 106-388 us beside
+    a slow sample, 189-436 us between fast ones; docs/sim/calibration.txt,
+    2026-11-28 13:00-13:32). Their best is no better: one L2-tier slot write
+    at 19.5 GB/s among 6.2-7.0 predicted 2 ranks at 64 KiB at half their
+    measured median (2026-11-29, run G)."""
     med = statistics.median
-    pick = lambda k: max if k in HANDOFF_FIELDS else med  # noqa: E731
+
+    def fast_median(xs):
+        return med([x for x in xs if x >= med(xs) / 2])
+
+    pick = lambda k: fast_median if k in HANDOFF_FIELDS else med  # noqa: E731
     tiers = [{k: (t0[k] if k == "cache" else pick(k)([m["tiers"][j][k] for m in memory])) for k in t0}
              for j, t0 in enumerate(memory[0]["tiers"])]
     return {"tiers": tiers, "ring": {n: med([m["ring"][n] for m in memory]) for n in memory[0]["ring"]},

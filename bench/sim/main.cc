@@ -38,6 +38,7 @@ void usage() {
                "  --msg-overhead US   a NIC's time per message (0.1)\n"
                "  --reduce GBPS       bytes a rank folds per second (10)\n"
                "  --output GBPS       a rank writing its output from a slot (--shm's)\n"
+               "  --input GBPS        a rank reading its input into a slot (--shm's)\n"
                "  --handoff WRITE,COPY,FOLD  GB/s of a rank filling a slot another\n"
                "                      core read last, copying and folding one another\n"
                "                      core wrote (default: no limit beyond --shm's and\n"
@@ -118,6 +119,7 @@ void calibrate(const std::string& kind, Scenario& sc, int ranks) {
     sc.model.shm.gbps /= share;
     sc.model.reduceGBps /= share;
     sc.model.outputGBps /= share;
+    sc.model.inputGBps /= share;
     auto shareHandoff = [share](NetModel::Handoff& h) {
       h.writeGBps /= share, h.copyOutGBps /= share, h.foldGBps /= share;
     };
@@ -182,6 +184,8 @@ int main(int argc, char** argv) {
       base.model.msgOverheadUs = std::atof(value().c_str());
     else if (a == "--output")
       base.model.outputGBps = std::atof(value().c_str());
+    else if (a == "--input")
+      base.model.inputGBps = std::atof(value().c_str());
     else if (a == "--reduce")
       base.model.reduceGBps = std::atof(value().c_str());
     else if (a == "--handoff") {

@@ -15,6 +15,7 @@ NetModel NetModel::forWorkingSet(double perRankBytes, double handoffBytes, int r
     if (perRankBytes * ranksSharing <= c.bytes) {
       m.shm.gbps = c.copyGBps;
       m.outputGBps = c.copyGBps;
+      m.inputGBps = c.copyGBps;
       m.reduceGBps = c.foldGBps;
       break;
     }
@@ -33,9 +34,15 @@ double slower(double plain, double handoff) { return handoff > 0 ? std::min(plai
 
 }  // namespace
 
-double Network::foldUs(int from, int to, uint64_t bytes) const {
+double Network::foldUs(int from, int to, uint64_t bytes, bool intoSlot) const {
   const bool slot = topo_.nodeOf(from) == topo_.nodeOf(to);
-  return bytes / ((slot ? slower(model_.reduceGBps, model_.handoff.foldGBps) : model_.reduceGBps) * 1e3);
+  // A measured slot fold holds the arithmetic and the slot's side; the
+  // rank's own buffers then carry only the input read (and the output
+  // written), not the plain fold's two buffers read and one written.
+  const double gbps = !slot || model_.handoff.foldGBps <= 0
+                          ? model_.reduceGBps
+                          : std::min(intoSlot ? inputGBps() : model_.shm.gbps, model_.handoff.foldGBps);
+  return bytes / (gbps * 1e3);
 }
 
 double Network::copyOutUs(int from, int to, uint64_t bytes) const {
@@ -68,7 +75,7 @@ Network::Timing Network::transfer(int from, int to, int fromRes, int toRes, uint
     const double start = std::max(readyUs, port);
     const double gbps = fill == Fill::FromSlot && model_.handoff.writeGBps > 0
                             ? model_.handoff.writeGBps
-                            : slower(model_.shm.gbps, model_.handoff.writeGBps);
+                            : slower(inputGBps(), model_.handoff.writeGBps);
     port = start + (fill == Fill::Written ? 0 : bytes / (gbps * 1e3));
     return {port, port + model_.shm.latencyUs};
   }

@@ -17,8 +17,13 @@
 // A same-node hop's bytes cross between cores: the sender writes slot lines
 // the receiver's core read last, and the receiver copies or folds lines the
 // sender's core just wrote (NetModel::Handoff). A step that also reads or
-// writes the rank's own buffers goes at the slower of the two rates; one
-// that copies a received slot on to the next touches slots alone.
+// writes the rank's own buffers goes at the slower of the hand-off rate and
+// the plain rate of that traffic: filling a slot from the input, or folding
+// a slot and the input into the next slot, reads one buffer into cache (the
+// input rate, not a copy's: no buffer is written); a fold into the output
+// reads one and writes one (a copy's, not a plain fold's two and one); a
+// copy out writes the output. One that copies a received slot on to the
+// next touches slots alone.
 // Memory rates follow the working set, for the whole play: the plain copy
 // and fold rates that of a rank's input, output and the slots it writes,
 // the hand-off rates that of the slots and the input and output a rank
@@ -70,6 +75,9 @@ struct NetModel {
   // DRAM-sized outputs on, the executor's non-temporal stores
   // (STRATA_NT_BYTES) write it without first reading it.
   double outputGBps = 0;
+  // A rank reading its input into a slot in cache (0: shm.gbps): from
+  // DRAM-sized inputs on, half a copy's DRAM traffic.
+  double inputGBps = 0;
   Level nic{1.5, 25};
   double spineLatencyUs = 0.5;
   double msgOverheadUs = 0.1;  // a NIC's time per message, on top of the bytes
@@ -86,11 +94,11 @@ struct NetModel {
   };
   std::vector<Cache> caches;  // smallest first; none: every buffer from DRAM
 
-  // This model with shm.gbps and reduceGBps (and outputGBps: the cache's
-  // copy rate) from the smallest cache that holds `perRankBytes` for each
-  // of `ranksSharing` ranks, and handoff from the smallest that holds
-  // `handoffBytes` (the slots' reuse distance) for each (the rates above
-  // where none does).
+  // This model with shm.gbps and reduceGBps (and outputGBps and inputGBps:
+  // the cache's copy rate) from the smallest cache that holds
+  // `perRankBytes` for each of `ranksSharing` ranks, and handoff from the
+  // smallest that holds `handoffBytes` (the slots' reuse distance) for
+  // each (the rates above where none does).
   NetModel forWorkingSet(double perRankBytes, double handoffBytes, int ranksSharing) const;
 };
 
@@ -115,8 +123,9 @@ class Network {
   Timing transfer(int from, int to, int fromRes, int toRes, uint64_t bytes, double readyUs,
                   Fill fill = Fill::FromBuffer);
   // Folding a chunk `to` received from `from` into its data: from the
-  // sender's slot on the same node, from its own memory off the network.
-  double foldUs(int from, int to, uint64_t bytes) const;
+  // sender's slot on the same node, from its own memory off the network;
+  // into the next slot, or else into the output.
+  double foldUs(int from, int to, uint64_t bytes, bool intoSlot) const;
   // A receive from a rank of the same node copies the chunk out of the
   // shared slot: a second copy, on the receiver (a NIC's DMA is the network
   // receive's).
@@ -127,6 +136,7 @@ class Network {
  private:
   double& lane(std::vector<double>& lanes, int leaf);
   double outputGBps() const { return model_.outputGBps > 0 ? model_.outputGBps : model_.shm.gbps; }
+  double inputGBps() const { return model_.inputGBps > 0 ? model_.inputGBps : model_.shm.gbps; }
 
   Topology topo_;
   NetModel model_;

@@ -132,8 +132,8 @@ class Play {
     const Step& s = plans_[cur.rank][cur.ch].steps[cur.next];
     const uint64_t bytes = s.count * elemSize_;
     double t = start;
-    if (folds(s.prim)) t += net_.foldUs(s.recvPeer, cur.rank, bytes);
-    if (s.prim == Prim::ReduceAll) t += net_.foldUs((cur.rank + 1) % n_, cur.rank, bytes * (n_ - 1));
+    if (folds(s.prim)) t += net_.foldUs(s.recvPeer, cur.rank, bytes, s.sendPeer >= 0);
+    if (s.prim == Prim::ReduceAll) t += net_.foldUs((cur.rank + 1) % n_, cur.rank, bytes * (n_ - 1), false);
     const bool copies = s.prim == Prim::Recv || s.prim == Prim::RecvCopySend;
     if (copies) t += net_.copyOutUs(s.recvPeer, cur.rank, bytes);
     // A step that writes both its output and a slot writes the slot first
