@@ -4,9 +4,10 @@
 The model's rates come from measurements that are not strata's, at three
 working sets (one that each core's L2 holds, one that the L3 holds, one
 from DRAM; the caches' sizes from sysfs):
-  - strata-membw: a thread's memcpy and c=a+b on its own data, and its
+  - strata-membw: a thread's memcpy and c=a+b on its own data, its
     writes of an output from a piece in cache (strata's copy kernel, with
-    its non-temporal stores from DRAM sizes on);
+    its non-temporal stores from DRAM sizes on), and its reads of an input
+    into such a piece (a slot filled from the input);
   - strata-membw --handoff: the same across the two cores, as shared
     memory moves a hop's bytes: filling a buffer the other core read last,
     copying and folding one the other core just wrote (threads pinned);
@@ -27,6 +28,8 @@ placement probe, kept under the placement it ran in, and dropped where the
 probe before and after disagree; each placement's prediction takes the
 medians of its own rates and meets the median of its own runs. Needs root
 (namespaces). Keep the machine otherwise idle while it runs.
+--replay LOG measures nothing: it reads the rates and runs a run printed
+and predicts them with the sim given, to try a model on old runs.
 """
 import argparse
 import csv
@@ -307,7 +310,8 @@ def repeat(args, hosts, i, samples, runs):
     sys.stdout.flush()
 
 
-# The hand-off probe's rates, which take the best of a placement's samples.
+# The hand-off probe's rates, which take the median of a placement's fast
+# samples (median_rates).
 HANDOFF_FIELDS = ("write", "copy_out", "slot_fold")
 
 
@@ -333,6 +337,68 @@ def median_rates(memory, net, floors):
             "net_lat": med([x["net_lat"] for x in net])}
 
 
+def measure_all(args):
+    samples, runs, floors = {"memory": {}, "net": {}}, {}, {}
+    hosts = Hosts(2, tag="strsim")
+    try:
+        for i in range(args.repeat):
+            repeat(args, hosts, i, samples, runs)
+            fs = [latency_floor(args) for _ in range(3)]
+            for f in fs:
+                floors.setdefault(placement(f), []).append(f)
+            print("  placement probe: %s us (strata-latency-floor)" % " ".join("%.3f" % f for f in fs))
+    finally:
+        hosts.close()
+    return samples, runs, floors
+
+
+def parse_log(text):
+    """samples, runs and floors as measure_all() returns them, from the lines
+    repeat() and measure_all() printed. Logs from before the input rate was
+    measured read it as the copy rate, the fill rate the sim then used; logs
+    without the placement probe's lines leave the hop's latency to main()'s
+    defaults."""
+    samples, runs, floors = {"memory": {}, "net": {}}, {}, {}
+    num = r"([\d.]+)"
+    tier = re.compile(r"  (DRAM|(\d+) MiB cache), cores (\w+): copy %s, fold %s, output from cache %s"
+                      r"(?:, input into cache %s)?; hand-off: slot write %s, copy-out %s, fold %s" % ((num,) * 7))
+    sample = None
+    for line in text.splitlines():
+        m = tier.match(line)
+        if m:
+            where = None if m.group(3) == "None" else m.group(3)
+            t = dict(zip(("copy", "fold", "output", "input", "write", "copy_out", "slot_fold"),
+                         (float(x) if x else None for x in m.groups()[3:])))
+            if t["input"] is None:
+                t["input"] = t["copy"]
+            t["cache"] = None if m.group(1) == "DRAM" else int(m.group(2)) << 20
+            if sample is None or sample["tiers"][-1]["cache"] is None:
+                sample = {"tiers": [], "ring": {}}
+                samples["memory"].setdefault(where, []).append(sample)
+            sample["tiers"].append(t)
+            continue
+        m = re.match(r"  (\d+) processes on \d+ cores: %s us a hop" % num, line)
+        if m:
+            sample["ring"][int(m.group(1))] = float(m.group(2))
+            continue
+        m = re.match(r"  tcp, cores (\w+): %s GB/s each way.*?, %s us one way" % (num, num), line)
+        if m:
+            where = None if m.group(1) == "None" else m.group(1)
+            samples["net"].setdefault(where, []).append({"net_gbps": float(m.group(2)), "net_lat": float(m.group(3))})
+            continue
+        m = re.match(r"  (shm|tcp) (\d+) ranks +(\d+) KiB (\w+) +%s us, cores (\w+)" % num, line)
+        if m:
+            where = None if m.group(6) == "None" else m.group(6)
+            key = (m.group(1), int(m.group(2)), int(m.group(3)) << 10)
+            runs.setdefault(where, {}).setdefault(key, []).append((float(m.group(5)), m.group(4)))
+            continue
+        m = re.match(r"  placement probe: ([\d. ]+) us", line)
+        if m:
+            for f in map(float, m.group(1).split()):
+                floors.setdefault(placement(f), []).append(f)
+    return samples, runs, floors
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default="build", help="where strata-perf and strata-membw are")
@@ -341,19 +407,15 @@ def main():
     # in a dozen runs where 200 measured 76-95 us a minute later.
     p.add_argument("--iters", type=int, default=200, help="timed calls per strata-perf run (a tenth more warm up)")
     p.add_argument("--repeat", type=int, default=8, help="repeats, each measuring the rates and every configuration")
+    p.add_argument("--replay", metavar="LOG", help="measure nothing: predict a log this script printed (one run's "
+                   "section of docs/sim/calibration.txt) with the sim given")
     args = p.parse_args()
     args.perf = os.path.join(args.build, "bench/strata-perf")
 
-    samples, runs, floors = {"memory": {}, "net": {}}, {}, {}
-    hosts = Hosts(2, tag="strsim")
-    try:
-        for i in range(args.repeat):
-            repeat(args, hosts, i, samples, runs)
-            for _ in range(3):
-                f = latency_floor(args)
-                floors.setdefault(placement(f), []).append(f)
-    finally:
-        hosts.close()
+    if args.replay:
+        samples, runs, floors = parse_log(open(args.replay).read())
+    else:
+        samples, runs, floors = measure_all(args)
     print()
     print("| cores | transport | ranks | size | algorithm | runs | measured median (us) | runs' spread | "
           "predicted (us) | predicted / median | runs within 25% of predicted | without hand-offs / median |")
