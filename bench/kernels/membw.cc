@@ -163,6 +163,21 @@ int main(int argc, char** argv) {
   std::vector<double> copyRates, addRates, writeRates, readRates;
   const size_t piece = std::min<size_t>(bytes, 256 << 10);
   const bool nonTemporal = bytes >= (size_t(8) << 20);
+  // GB/s of c written piece by piece from a's first piece, which stays in
+  // cache (a rank's output from a slot), or of a read piece by piece into
+  // c's first (a rank's input into a slot).
+  auto throughPiece = [&](bool write) {
+    const double t = onTwoThreads([&](int i) {
+      char* out = reinterpret_cast<char*>(c[i].data());
+      const char* in = reinterpret_cast<const char*>(a[i].data());
+      for (size_t p = 0; p < passes; ++p) {
+        for (size_t off = 0; off + piece <= bytes; off += piece)
+          strata::kernels::copy(write ? out + off : out, write ? in : in + off, piece, write && nonTemporal);
+        asm volatile("" ::: "memory");
+      }
+    });
+    return 2.0 * (bytes / piece * piece) * passes / t / 1e9;
+  };
   for (int rep = 0; rep < 5; ++rep) {
     double t = onTwoThreads([&](int i) {
       for (size_t p = 0; p < passes; ++p) {
@@ -182,24 +197,8 @@ int main(int argc, char** argv) {
       }
     });
     addRates.push_back(2.0 * bytes * passes / t / 1e9);
-    t = onTwoThreads([&](int i) {
-      char* out = reinterpret_cast<char*>(c[i].data());
-      const char* hot = reinterpret_cast<const char*>(a[i].data());
-      for (size_t p = 0; p < passes; ++p) {
-        for (size_t off = 0; off + piece <= bytes; off += piece) strata::kernels::copy(out + off, hot, piece, nonTemporal);
-        asm volatile("" ::: "memory");
-      }
-    });
-    writeRates.push_back(2.0 * (bytes / piece * piece) * passes / t / 1e9);
-    t = onTwoThreads([&](int i) {
-      char* hot = reinterpret_cast<char*>(c[i].data());
-      const char* in = reinterpret_cast<const char*>(a[i].data());
-      for (size_t p = 0; p < passes; ++p) {
-        for (size_t off = 0; off + piece <= bytes; off += piece) strata::kernels::copy(hot, in + off, piece, false);
-        asm volatile("" ::: "memory");
-      }
-    });
-    readRates.push_back(2.0 * (bytes / piece * piece) * passes / t / 1e9);
+    writeRates.push_back(throughPiece(true));
+    readRates.push_back(throughPiece(false));
   }
   const double copy = median(copyRates), add = median(addRates);
   const double limit = 1.0 / (1.0 / add + 1.0 / copy);

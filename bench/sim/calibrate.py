@@ -28,8 +28,9 @@ placement probe, kept under the placement it ran in, and dropped where the
 probe before and after disagree; each placement's prediction takes the
 medians of its own rates and meets the median of its own runs. Needs root
 (namespaces). Keep the machine otherwise idle while it runs.
---replay LOG measures nothing: it reads the rates and runs a run printed
-and predicts them with the sim given, to try a model on old runs.
+--replay LOG measures nothing: it reads the rates and strata-perf times of
+a run this script printed and predicts those with the sim given, to try a
+model on old runs.
 """
 import argparse
 import csv
@@ -359,6 +360,7 @@ def parse_log(text):
     without the placement probe's lines leave the hop's latency to main()'s
     defaults."""
     samples, runs, floors = {"memory": {}, "net": {}}, {}, {}
+    placed = lambda where: None if where == "None" else where  # noqa: E731
     num = r"([\d.]+)"
     tier = re.compile(r"  (DRAM|(\d+) MiB cache), cores (\w+): copy %s, fold %s, output from cache %s"
                       r"(?:, input into cache %s)?; hand-off: slot write %s, copy-out %s, fold %s" % ((num,) * 7))
@@ -366,7 +368,6 @@ def parse_log(text):
     for line in text.splitlines():
         m = tier.match(line)
         if m:
-            where = None if m.group(3) == "None" else m.group(3)
             t = dict(zip(("copy", "fold", "output", "input", "write", "copy_out", "slot_fold"),
                          (float(x) if x else None for x in m.groups()[3:])))
             if t["input"] is None:
@@ -374,7 +375,7 @@ def parse_log(text):
             t["cache"] = None if m.group(1) == "DRAM" else int(m.group(2)) << 20
             if sample is None or sample["tiers"][-1]["cache"] is None:
                 sample = {"tiers": [], "ring": {}}
-                samples["memory"].setdefault(where, []).append(sample)
+                samples["memory"].setdefault(placed(m.group(3)), []).append(sample)
             sample["tiers"].append(t)
             continue
         m = re.match(r"  (\d+) processes on \d+ cores: %s us a hop" % num, line)
@@ -383,14 +384,13 @@ def parse_log(text):
             continue
         m = re.match(r"  tcp, cores (\w+): %s GB/s each way.*?, %s us one way" % (num, num), line)
         if m:
-            where = None if m.group(1) == "None" else m.group(1)
-            samples["net"].setdefault(where, []).append({"net_gbps": float(m.group(2)), "net_lat": float(m.group(3))})
+            samples["net"].setdefault(placed(m.group(1)), []).append({"net_gbps": float(m.group(2)),
+                                                                     "net_lat": float(m.group(3))})
             continue
         m = re.match(r"  (shm|tcp) (\d+) ranks +(\d+) KiB (\w+) +%s us, cores (\w+)" % num, line)
         if m:
-            where = None if m.group(6) == "None" else m.group(6)
             key = (m.group(1), int(m.group(2)), int(m.group(3)) << 10)
-            runs.setdefault(where, {}).setdefault(key, []).append((float(m.group(5)), m.group(4)))
+            runs.setdefault(placed(m.group(6)), {}).setdefault(key, []).append((float(m.group(5)), m.group(4)))
             continue
         m = re.match(r"  placement probe: ([\d. ]+) us", line)
         if m:
