@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """strata-sim's model of this machine against strata-perf on it.
 
-The model's rates come from measurements that are not strata's, at three
-working sets (one that each core's L2 holds, one that the L3 holds, one
-from DRAM; the caches' sizes from sysfs):
+The model's memory rates come from measurements that are not strata's, at
+three working sets (one that each core's L2 holds, one that the L3 holds,
+one from DRAM; the caches' sizes from sysfs):
   - strata-membw: a thread's memcpy and c=a+b on its own data, its
     writes of an output from a piece in cache (strata's copy kernel, with
     its non-temporal stores from DRAM sizes on), and its reads of an input
@@ -14,9 +14,10 @@ from DRAM; the caches' sizes from sysfs):
   - strata-latency-floor: a cache line's trip between the cores, the hop's
     latency; with more ranks than cores, --ring N: a hop that waits for the
     scheduler, as strata's ranks then wait (sched_yield);
-  - iperf3, one pair each way at once: each way's rate while the other
-    runs (as two ranks' allreduce sends), and a busy-polled TCP echo's round
-    trip, between two network namespaces.
+  - strata-perf sendrecv between two network namespaces, the one input
+    that is strata's own (net_rates says why): each way's rate while the
+    other runs (as two ranks' allreduce sends), and its 8-byte time, the
+    hop's latency.
 strata-sim then predicts each configuration's allreduce with the algorithm
 strata-perf ran (its -A column):
   shm: 2 and 4 ranks on one host (4 ranks share the 2 cores);
@@ -40,7 +41,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from netns import Hosts  # noqa: E402
@@ -72,86 +72,46 @@ def shm_run(args, ranks, size):
     return perf_rows(run([args.perf, "--ranks", str(ranks)] + perf_flags(args, size)))[size]
 
 
-def tcp_run(args, hosts, i, size):
-    procs = [hosts.popen(h, [args.perf] + perf_flags(args, size),
+def tcp_perf(args, hosts, port, flags):
+    """Rank 0's rows of a strata-perf run with `flags`, one rank in each of
+    the two namespaces."""
+    procs = [hosts.popen(h, [args.perf] + flags,
                          {"RANK": str(h), "WORLD_SIZE": "2", "MASTER_ADDR": hosts.addr[0],
-                          "MASTER_PORT": str(29600 + i % 300), "STRATA_TRANSPORT": "tcp",
-                          "STRATA_TIMEOUT": "120"})
+                          "MASTER_PORT": str(port), "STRATA_TRANSPORT": "tcp", "STRATA_TIMEOUT": "120"})
              for h in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (out, err) in zip(procs, outs):
         if p.returncode:
             raise RuntimeError("strata-perf over tcp failed: " + out[-800:] + err[-800:])
-    return perf_rows(outs[0][0])[size]
+    return perf_rows(outs[0][0])
 
 
-ECHO_SERVER = """
-import socket
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((%r, 29599)); s.listen(1); c, _ = s.accept()
-c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-c.setblocking(False)
-while True:
-    try:
-        b = c.recv(64)
-    except BlockingIOError:
-        continue
-    if not b: break
-    c.sendall(b)
-"""
-
-ECHO_CLIENT = """
-import socket, time
-for _ in range(100):
-    try:
-        s = socket.create_connection((%r, 29599)); break
-    except OSError: time.sleep(0.1)
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-s.setblocking(False)
-rtts = []
-for _ in range(5000):
-    t = time.perf_counter()
-    s.sendall(b"x" * 8)
-    got = b""
-    while not got:
-        try:
-            got = s.recv(64)
-        except BlockingIOError:
-            pass
-    rtts.append(time.perf_counter() - t)
-print(sorted(rtts)[len(rtts) // 2] * 1e6)
-"""
+def tcp_run(args, hosts, i, size):
+    return tcp_perf(args, hosts, 29600 + i % 300, perf_flags(args, size))[size]
 
 
-def net_rates(hosts):
-    # One way: half the median round trip of 8 bytes over TCP. Both ends
-    # poll, as strata's ranks do while a call waits (a blocking echo measures
-    # the wake-ups instead); a Python echo, so some interpreter time too.
-    server = hosts.popen(0, ["python3", "-c", ECHO_SERVER % hosts.addr[0]], {})
-    try:
-        rtt = float(run(["ip", "netns", "exec", hosts.ns[1], "python3", "-c", ECHO_CLIENT % hosts.addr[0]]))
-    finally:
-        server.kill()
-        server.communicate()
-    # Both ways at once, as two ranks' allreduce sends: each way's rate
-    # while the other runs on the same two cores. With strata's socket
-    # buffers (STRATA_SOCKET_BUFFER_BYTES) and writes of one slot
-    # (STRATA_SLOT_BYTES), past the first second's slow start. One iperf3
-    # pair each way: Debian 12's iperf3 (3.12) moves all of --bidir's
-    # streams on one thread, and one way starves (7.0-9.0 Gbit/s one way,
-    # 4.8-7.0 the other, here); two pairs give 7.7-9.1 each way.
-    servers = [hosts.popen(h, ["iperf3", "-s", "-1", "-B", hosts.addr[h], "-p", str(5301 + h)], {}) for h in range(2)]
-    try:
-        time.sleep(0.5)
-        clients = [hosts.popen(1 - h, ["iperf3", "-c", hosts.addr[h], "-p", str(5301 + h), "-t", "3", "-O", "1",
-                                       "-w", "4M", "-l", "256K", "-f", "g"], {}) for h in range(2)]
-        outs = [c.communicate(timeout=60)[0] for c in clients]
-    finally:
-        for server in servers:
-            server.kill()
-            server.communicate()
-    ways = [float(g) for out in outs for g in re.findall(r"([\d.]+) Gbits/sec.*receiver", out)]
-    return statistics.mean(ways) / 8, rtt / 2
+# The network hop's two sizes: its latency, and its rate past it.
+NET_SMALL, NET_LARGE = 8, 16 << 20
+
+
+def net_rates(args, hosts, i):
+    """(GB/s each way with both ways at once, one way's latency in us)
+    between the two namespaces: strata's own point-to-point, as SimGrid's
+    SMPI calibrates its network model with the MPI's own ping-pong, so the
+    sim answers how a plan's hops add up, not what one hop costs. strata-perf
+    sendrecv sends to the peer while it receives from it, as two ranks'
+    allreduce steps do: its 8-byte time is one way's latency, and 16 MiB
+    past that latency give the rate. Raw sockets read low beside it: in
+    the same minutes (2026-11-29) iperf3's two pairs (one each way) moved
+    1.40-1.68 GB/s each way, and a one-thread polling exchange written for
+    this 1.02-1.82, against sendrecv's 0.96-1.95, and strata's 16 MiB
+    allreduce ran faster than either rate allows; the difference was not
+    found."""
+    flags = ["sendrecv", "-b", str(NET_SMALL), "-e", str(NET_LARGE), "-f", str(NET_LARGE // NET_SMALL),
+             "-n", str(args.iters), "-w", str(max(3, args.iters // 10)), "-A", "-c", "0"]
+    rows = tcp_perf(args, hosts, 29900 + i % 50, flags)
+    lat, large = rows[NET_SMALL][0], rows[NET_LARGE][0]
+    return NET_LARGE / ((large - lat) * 1e3), lat
 
 
 def cache_bytes(level):
@@ -273,8 +233,8 @@ def memory_sample(args):
             "ring": {ranks: latency_floor(args, ranks) for _, ranks in CONFIGS if ranks > os.cpu_count()}}
 
 
-def net_sample(args, hosts):
-    gbps, lat = net_rates(hosts)
+def net_sample(args, hosts, i):
+    gbps, lat = net_rates(args, hosts, i)
     return {"net_gbps": gbps, "net_lat": lat}
 
 
@@ -286,7 +246,7 @@ def repeat(args, hosts, i, samples, runs):
     it ran in, and the model's rates for a placement are the medians of the
     samples taken in it (None: discarded)."""
     print("repeat %d: load average %.2f %.2f %.2f" % ((i + 1,) + os.getloadavg()))
-    for name, measure in (("memory", lambda: memory_sample(args)), ("net", lambda: net_sample(args, hosts))):
+    for name, measure in (("memory", lambda: memory_sample(args)), ("net", lambda: net_sample(args, hosts, i))):
         sample, where = bracketed(args, measure)
         samples[name].setdefault(where, []).append(sample)
         if name == "memory":
@@ -299,8 +259,8 @@ def repeat(args, hosts, i, samples, runs):
                 print("  %d processes on %d cores: %.2f us a hop (strata-latency-floor --ring)"
                       % (ranks, os.cpu_count(), hop))
         else:
-            print("  tcp, cores %s: %.2f GB/s each way with both ways at once (two iperf3 pairs), %.1f us one way "
-                  "(busy-polled TCP echo)" % (where, sample["net_gbps"], sample["net_lat"]))
+            print("  tcp, cores %s: %.2f GB/s each way with both ways at once, %.1f us one way "
+                  "(strata-perf sendrecv of 8 B and 16 MiB)" % (where, sample["net_gbps"], sample["net_lat"]))
     for kind, ranks in CONFIGS:
         for size in SIZES:
             measure = (lambda: tcp_run(args, hosts, i * 10 + len(runs), size)) if kind == "tcp" else \
