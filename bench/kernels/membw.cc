@@ -8,7 +8,7 @@
 // 1/add_rate + 1/copy_rate, hence the limit 1 / (1/add + 1/copy) with the
 // 2-thread rates (add in bytes of output per second, copy in bytes copied).
 //   strata-membw [--bytes N]     default 256 MiB per buffer
-//   strata-membw --handoff [--bytes N]
+//   strata-membw --handoff [--bytes N] [--between N]
 // It also times writing c from a 256 KiB piece that stays in cache, with
 // strata's copy kernel and, from STRATA_NT_BYTES' default of 8 MiB, its
 // non-temporal stores: a rank writing its output from a slot; and the
@@ -19,7 +19,12 @@
 // into its own data) the outbox the other thread just wrote, so every line
 // it reads comes from the other core's cache (or, past the caches, DRAM).
 // It prints each phase's rate per thread (the write, the copy, the add), the
-// two threads at once.
+// two threads at once. --between N has each thread then read N bytes of its
+// own before the next round, as a rank streams its input and output between
+// two fills of one slot: past an L2's worth, the outbox a thread refills has
+// left the other core's L2, and the write no longer waits for that core to
+// let its lines go (bench/sim/calibrate.py passes an L2 at the L3's working
+// set).
 // With small buffers it measures the caches instead (each thread's a, b and
 // c fit its L2 at 256 KiB, both threads' fit the L3 at a few MiB): each
 // measurement runs the kernel over the same buffers until it has moved
@@ -79,12 +84,14 @@ struct HandoffRates {
 };
 
 // Per thread: rounds of (write own outbox; meet; read the other's outbox
-// into own data; meet), timing each phase. Returns the median rates (GB/s
-// per thread, the slower thread's each round).
-HandoffRates handoff(size_t bytes) {
+// into own data; read `between` bytes of its own; meet), timing the first
+// two phases. Returns the median rates (GB/s per thread, the slower
+// thread's each round).
+HandoffRates handoff(size_t bytes, size_t between) {
   const size_t n = bytes / sizeof(float);
   std::vector<std::vector<float>> src(2, std::vector<float>(n, 1.0f)), outbox(2, std::vector<float>(n, 0.0f)),
       mine(2, std::vector<float>(n, 2.0f)), dst(2, std::vector<float>(n, 0.0f));
+  std::vector<std::vector<char>> streamed(2, std::vector<char>(between, 1));
   // Enough rounds to move 256 MiB per thread and kind, at least 20.
   const size_t rounds = std::max<size_t>(20, (size_t(256) << 20) / bytes);
   // [phase][thread]: the write, then the read by copy or add.
@@ -115,6 +122,9 @@ HandoffRates handoff(size_t bytes) {
         }
         touch(out);
         elapsed[kind][i].push_back(seconds() - start);
+        // A line per 64 bytes is enough to bring each into the cache.
+        volatile char sink = 0;
+        for (size_t k = 0; k < between; k += 64) sink = sink + streamed[i][k];
         m.meet(i);
       }
   });
@@ -132,14 +142,17 @@ HandoffRates handoff(size_t bytes) {
 
 int main(int argc, char** argv) {
   size_t bytes = size_t(256) << 20;
+  size_t between = 0;
   bool handoffMode = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--bytes") == 0 && i + 1 < argc) {
       bytes = std::strtoull(argv[++i], nullptr, 0);
+    } else if (std::strcmp(argv[i], "--between") == 0 && i + 1 < argc) {
+      between = std::strtoull(argv[++i], nullptr, 0);
     } else if (std::strcmp(argv[i], "--handoff") == 0) {
       handoffMode = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--handoff] [--bytes N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--handoff [--between N]] [--bytes N]\n", argv[0]);
       return 2;
     }
   }
@@ -148,8 +161,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (handoffMode) {
-    const HandoffRates r = handoff(bytes);
-    std::printf("# strata-membw --handoff: 2 threads, %zu KiB outboxes, median GB/s per thread\n", bytes >> 10);
+    const HandoffRates r = handoff(bytes, between);
+    std::printf("# strata-membw --handoff: 2 threads, %zu KiB outboxes, %zu KiB read between rounds, median GB/s per "
+                "thread\n",
+                bytes >> 10, between >> 10);
     std::printf("%-28s %8.2f GB/s\n", "handoff write", r.write);
     std::printf("%-28s %8.2f GB/s\n", "handoff memcpy", r.copy);
     std::printf("%-28s %8.2f GB/s\n", "handoff c=a+b", r.add);

@@ -138,11 +138,13 @@ def membw(args, per_thread_bytes=None):
                  for name in ("memcpy", r"c=a\+b", "write from cache", "read into cache"))
 
 
-def handoff(args, per_thread_bytes):
+def handoff(args, per_thread_bytes, between):
     """(write, copy, fold) GB/s per thread of data crossing between the two
     cores (strata-membw --handoff): writing an outbox the other core read
-    last, copying and folding one the other core just wrote."""
-    out = run([os.path.join(args.build, "bench/kernels/strata-membw"), "--handoff", "--bytes", str(per_thread_bytes)])
+    last, copying and folding one the other core just wrote; each thread
+    reading `between` bytes of its own before it writes again."""
+    out = run([os.path.join(args.build, "bench/kernels/strata-membw"), "--handoff", "--bytes", str(per_thread_bytes),
+               "--between", str(between)])
     return tuple(float(re.search(name + r".*?([\d.]+) GB/s", out).group(1))
                  for name in ("handoff write", "handoff memcpy", r"handoff c=a\+b"))
 
@@ -158,13 +160,18 @@ def memory_rates(args):
     written from cache, its input read into cache, and the hand-off's write
     into a slot, copy out of one and fold of one. Each thread's buffers take
     an eighth of a cache each (an L2 per core; the L3 shared by the 2
-    threads), so they stay resident."""
+    threads), so they stay resident. The sim takes the L3's hand-off rates
+    where a slot's reuse distance is past the L2s (sweep.cc, atWorkingSet):
+    the slot has left the other core's L2 when it is refilled, so there the
+    probe reads an L2's bytes between rounds (the slot write went from
+    24.4-25.0 GB/s to 36.5-38.5 with them, 2026-11-29); from DRAM its four
+    32 MiB buffers a thread are past the L3 already."""
     cores = os.cpu_count()
     l2, l3 = cache_bytes(2), cache_bytes(3)
     tiers = []
-    for cache, per_buffer in ((l2 * cores, l2 // 8), (l3, l3 // cores // 8), (None, None)):
+    for cache, per_buffer, between in ((l2 * cores, l2 // 8, 0), (l3, l3 // cores // 8, l2), (None, None, 0)):
         t = dict(zip(("copy", "fold", "output", "input"), membw(args, per_buffer)))
-        t.update(zip(("write", "copy_out", "slot_fold"), handoff(args, per_buffer or DRAM_HANDOFF_BYTES)))
+        t.update(zip(("write", "copy_out", "slot_fold"), handoff(args, per_buffer or DRAM_HANDOFF_BYTES, between)))
         t["cache"] = cache
         tiers.append(t)
     return tiers
