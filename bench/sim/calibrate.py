@@ -20,7 +20,7 @@ one from DRAM; the caches' sizes from sysfs):
     hop's latency.
 strata-sim then predicts each configuration's allreduce with the algorithm
 strata-perf ran (its -A column):
-  shm: 2 and 4 ranks on one host (4 ranks share the 2 cores);
+  shm: 2, 4 and 8 ranks on one host (4 and 8 ranks share the 2 cores);
   tcp: 2 namespaces x 1 rank.
 The VM's two cores move between a near and a far placement, within seconds
 to minutes, and every rate moves with them (bench/README.md). So every
@@ -198,7 +198,7 @@ def predict(args, kind, ranks, algo, size, flags):
         return float(next(csv.DictReader(open(f.name)))["time_us"])
 
 
-CONFIGS = [("shm", 2), ("shm", 4), ("tcp", 2)]
+CONFIGS = [("shm", 2), ("shm", 4), ("shm", 8), ("tcp", 2)]
 
 
 def model_flags(kind, ranks, r, handoffs=True):

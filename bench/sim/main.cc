@@ -51,6 +51,7 @@ void usage() {
                "                      smallest first; none: the rates above only)\n"
                "  --channels N (4)   --slot BYTES (262144)   --nslots N (8)   "
                "--oneshot BYTES (16384)\n"
+               "  --nt BYTES (8M)     results from this size on are written past the caches\n"
                "  --budget STEPS      most steps one play runs before "
                "extrapolating (4000000)\n"
                "  --calibrate shm|tcp this machine: 2 cores, ranks on one host "
@@ -207,6 +208,8 @@ int main(int argc, char** argv) {
       base.nslots = std::atoi(value().c_str());
     else if (a == "--oneshot")
       base.oneshotBytes = parseBytes(value());
+    else if (a == "--nt")
+      base.ntBytes = parseBytes(value());
     else if (a == "--budget")
       base.stepBudget = parseBytes(value());
     else if (a == "--calibrate")

@@ -133,13 +133,18 @@ namespace {
 // through the same caches. So 1 MiB between 2 ranks (1 MiB of slots, 3 MiB
 // in all) hands off through the L3, not the L2 the slots alone would fit:
 // 2026-11-29, the L2's hand-off write rate (6-9 GB/s) predicted 157 us
-// where strata ran it in 62-66 us (docs/sim/calibration.txt). The plays at
-// smaller counts that an extrapolation runs keep the real count's rates.
+// where strata ran it in 62-66 us (docs/sim/calibration.txt). From
+// ntBytes on, the output is written with non-temporal stores that pass the
+// caches by, and only the input shares them with the slots: 8 ranks at
+// 16 MiB on this machine's 32 MiB L3 ran at the L3's hand-off rates (14.1
+// ms; 27.9 predicted from DRAM's). The plays at smaller counts that an
+// extrapolation runs keep the real count's rates.
 Scenario atWorkingSet(const Scenario& sc, uint64_t bytes, int nch) {
   Scenario s = sc;
   const double slots = double(nch) * sc.nslots * sc.slotBytes;
   const double written = std::min(double(bytes), slots);
-  s.model = sc.model.forWorkingSet(2.0 * bytes + written, 3.0 * written, sc.topo.ranksPerNode);
+  const double streamed = bytes >= sc.ntBytes ? 1.0 : 2.0;  // buffers through the caches per slot byte
+  s.model = sc.model.forWorkingSet(2.0 * bytes + written, (1.0 + streamed) * written, sc.topo.ranksPerNode);
   return s;
 }
 

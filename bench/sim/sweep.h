@@ -32,6 +32,7 @@ struct Scenario {
   size_t slotBytes = 262144;      // STRATA_SLOT_BYTES
   int nslots = 8;                 // STRATA_NSLOTS
   size_t oneshotBytes = 16384;    // STRATA_ONESHOT_BYTES
+  uint64_t ntBytes = 8u << 20;    // STRATA_NT_BYTES: from here results are written past the caches
   uint64_t stepBudget = 4000000;  // most steps one play may run before extrapolating
 };
 
