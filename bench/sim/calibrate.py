@@ -15,7 +15,7 @@ one from DRAM; the caches' sizes from sysfs):
     latency; with more ranks than cores, --ring N: a hop that waits for the
     scheduler, as strata's ranks then wait (sched_yield);
   - strata-perf sendrecv between two network namespaces, the one input
-    that is strata's own (net_rates says why): each way's rate while the
+    that is strata's own (net_sample says why): each way's rate while the
     other runs (as two ranks' allreduce sends), and its 8-byte time, the
     hop's latency.
 strata-sim then predicts each configuration's allreduce with the algorithm
@@ -94,9 +94,9 @@ def tcp_run(args, hosts, i, size):
 NET_SMALL, NET_LARGE = 8, 16 << 20
 
 
-def net_rates(args, hosts, i):
-    """(GB/s each way with both ways at once, one way's latency in us)
-    between the two namespaces: strata's own point-to-point, as SimGrid's
+def net_sample(args, hosts, i):
+    """{net_gbps: GB/s each way with both ways at once, net_lat: one way's
+    latency in us} between the two namespaces: strata's own point-to-point, as SimGrid's
     SMPI calibrates its network model with the MPI's own ping-pong, so the
     sim answers how a plan's hops add up, not what one hop costs. strata-perf
     sendrecv sends to the peer while it receives from it, as two ranks'
@@ -111,7 +111,7 @@ def net_rates(args, hosts, i):
              "-n", str(args.iters), "-w", str(max(3, args.iters // 10)), "-A", "-c", "0"]
     rows = tcp_perf(args, hosts, 29900 + i % 50, flags)
     lat, large = rows[NET_SMALL][0], rows[NET_LARGE][0]
-    return NET_LARGE / ((large - lat) * 1e3), lat
+    return {"net_gbps": NET_LARGE / ((large - lat) * 1e3), "net_lat": lat}
 
 
 def cache_bytes(level):
@@ -225,6 +225,12 @@ def model_flags(kind, ranks, r, handoffs=True):
     return flags
 
 
+def add_floors(floors, fs):
+    """Files placement probe readings under the placement each says."""
+    for f in fs:
+        floors.setdefault(placement(f), []).append(f)
+
+
 def bracketed(args, measure):
     """measure()'s result and the cores' placement while it ran: "near" or
     "far" where strata-latency-floor said the same before and after, None
@@ -238,11 +244,6 @@ def bracketed(args, measure):
 def memory_sample(args):
     return {"tiers": memory_rates(args),
             "ring": {ranks: latency_floor(args, ranks) for _, ranks in CONFIGS if ranks > os.cpu_count()}}
-
-
-def net_sample(args, hosts, i):
-    gbps, lat = net_rates(args, hosts, i)
-    return {"net_gbps": gbps, "net_lat": lat}
 
 
 def repeat(args, hosts, i, samples, runs):
@@ -312,8 +313,7 @@ def measure_all(args):
         for i in range(args.repeat):
             repeat(args, hosts, i, samples, runs)
             fs = [latency_floor(args) for _ in range(3)]
-            for f in fs:
-                floors.setdefault(placement(f), []).append(f)
+            add_floors(floors, fs)
             print("  placement probe: %s us (strata-latency-floor)" % " ".join("%.3f" % f for f in fs))
     finally:
         hosts.close()
@@ -361,8 +361,7 @@ def parse_log(text):
             continue
         m = re.match(r"  placement probe: ([\d. ]+) us", line)
         if m:
-            for f in map(float, m.group(1).split()):
-                floors.setdefault(placement(f), []).append(f)
+            add_floors(floors, [float(f) for f in m.group(1).split()])
     return samples, runs, floors
 
 
