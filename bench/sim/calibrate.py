@@ -11,6 +11,8 @@ one from DRAM; the caches' sizes from sysfs):
   - strata-membw --handoff: the same across the two cores, as shared
     memory moves a hop's bytes: filling a buffer the other core read last,
     copying and folding one the other core just wrote (threads pinned);
+  - strata-membw's fold of a set 9/8 of the L3: how much of the L3 the
+    VM's cores hold (l3_holds);
   - strata-latency-floor: a cache line's trip between the cores, the hop's
     latency; with more ranks than cores, --ring N: a hop that waits for the
     scheduler, as strata's ranks then wait (sched_yield);
@@ -174,7 +176,22 @@ def memory_rates(args):
         t.update(zip(("write", "copy_out", "slot_fold"), handoff(args, per_buffer or DRAM_HANDOFF_BYTES, between)))
         t["cache"] = cache
         tiers.append(t)
+    tiers[1]["holds"] = l3_holds(args, tiers[1], tiers[2])
     return tiers
+
+
+def l3_holds(args, l3, dram):
+    """The bytes of the L3 this VM's cores hold. strata-membw folds a set
+    9/8 of the L3 (three buffers a thread); a share h of its bytes hits, at
+    the L3's fold rate, the rest goes at DRAM's, so 1/rate = h/l3 +
+    (1-h)/dram (network.h), and the L3 holds h of the set. 2026-11-29 10:40:
+    sets of 18-96 MiB folded at rates that put it at 16-22 MiB of the 32
+    MiB that sysfs gives (the host's L3, whose other cores other guests
+    run on)."""
+    per_buffer = l3["cache"] * 3 // 16
+    fold = membw(args, per_buffer)[1]
+    hit = (1 / fold - 1 / dram["fold"]) / (1 / l3["fold"] - 1 / dram["fold"])
+    return int(min(l3["cache"], max(0.0, hit) * 2 * 3 * per_buffer))
 
 
 def latency_floor(args, ring=None):
@@ -221,7 +238,7 @@ def model_flags(kind, ranks, r, handoffs=True):
     if handoffs:
         flags += ["--handoff", "%.3f,%.3f,%.3f" % rates(dram)[2:]]
     for t in caches:
-        flags += ["--cache", ",".join(["%d" % t["cache"]] + ["%.3f" % x for x in rates(t)])]
+        flags += ["--cache", ",".join(["%d" % t.get("holds", t["cache"])] + ["%.3f" % x for x in rates(t)])]
     return flags
 
 
@@ -263,6 +280,8 @@ def repeat(args, hosts, i, samples, runs):
                       "hand-off: slot write %.2f, copy-out %.2f, fold %.2f GB/s per thread"
                       % ("DRAM" if t["cache"] is None else "%d MiB cache" % (t["cache"] >> 20), where, t["copy"],
                          t["fold"], t["output"], t["input"], t["write"], t["copy_out"], t["slot_fold"]))
+            print("  the %d MiB cache holds %.1f MiB (strata-membw's fold of 9/8 of it)"
+                  % (sample["tiers"][1]["cache"] >> 20, sample["tiers"][1]["holds"] / (1 << 20)))
             for ranks, hop in sample["ring"].items():
                 print("  %d processes on %d cores: %.2f us a hop (strata-latency-floor --ring)"
                       % (ranks, os.cpu_count(), hop))
@@ -345,6 +364,10 @@ def parse_log(text):
                 samples["memory"].setdefault(placed(m.group(3)), []).append(sample)
             sample["tiers"].append(t)
             continue
+        m = re.match(r"  the (\d+) MiB cache holds %s MiB" % num, line)
+        if m:
+            next(t for t in sample["tiers"] if t["cache"] == int(m.group(1)) << 20)["holds"] = float(m.group(2)) * (1 << 20)
+            continue
         m = re.match(r"  (\d+) processes on \d+ cores: %s us a hop" % num, line)
         if m:
             sample["ring"][int(m.group(1))] = float(m.group(2))
@@ -375,11 +398,15 @@ def main():
     p.add_argument("--repeat", type=int, default=8, help="repeats, each measuring the rates and every configuration")
     p.add_argument("--replay", metavar="LOG", help="measure nothing: predict a log this script printed (one run's "
                    "section of docs/sim/calibration.txt) with the sim given")
+    p.add_argument("--holds", type=float, metavar="MIB", help="with --replay, for a log from before calibrate.py "
+                   "measured it: the MiB of the L3 this machine's cores hold")
     args = p.parse_args()
     args.perf = os.path.join(args.build, "bench/strata-perf")
 
     if args.replay:
         samples, runs, floors = parse_log(open(args.replay).read())
+        for sample in (m for ms in samples["memory"].values() for m in ms):
+            sample["tiers"][-2].setdefault("holds", args.holds * (1 << 20) if args.holds else sample["tiers"][-2]["cache"])
     else:
         samples, runs, floors = measure_all(args)
     print()

@@ -9,21 +9,41 @@ int Topology::uplinkLanes() const {
   return std::max(1, static_cast<int>(std::lround(nodesPerLeaf * nicsPerNode / oversub)));
 }
 
+namespace {
+
+// The rate of a stream whose bytes a cache serves at `cached` for the
+// fraction `hit` of them and DRAM at `dram` for the rest: their times per
+// byte add (0: no limit, for the rate and for the result).
+double blend(double hit, double cached, double dram) {
+  const double perByte = (cached > 0 ? hit / cached : 0) + (dram > 0 && hit < 1 ? (1 - hit) / dram : 0);
+  return perByte > 0 ? 1 / perByte : 0;
+}
+
+}  // namespace
+
 NetModel NetModel::forWorkingSet(double perRankBytes, double handoffBytes, int ranksSharing) const {
   NetModel m = *this;
-  for (const Cache& c : caches)
-    if (perRankBytes * ranksSharing <= c.bytes) {
-      m.shm.gbps = c.copyGBps;
-      m.outputGBps = c.copyGBps;
-      m.inputGBps = c.copyGBps;
-      m.reduceGBps = c.foldGBps;
-      break;
-    }
-  for (const Cache& c : caches)
-    if (handoffBytes * ranksSharing <= c.bytes) {
-      m.handoff = c.handoff;
-      break;
-    }
+  if (caches.empty()) return m;
+  // The smallest cache that holds the set; past the largest, that one for
+  // the share of the set it holds (a set streamed round and round a cache
+  // that holds a fraction h of it: h of its bytes hit, network.h).
+  auto tier = [&](double set, double* hit) {
+    *hit = 1.0;
+    for (const Cache& c : caches)
+      if (set <= c.bytes) return &c;
+    *hit = caches.back().bytes / set;
+    return &caches.back();
+  };
+  double hit;
+  const Cache* plain = tier(perRankBytes * ranksSharing, &hit);
+  m.shm.gbps = blend(hit, plain->copyGBps, shm.gbps);
+  m.outputGBps = blend(hit, plain->copyGBps, outputGBps > 0 ? outputGBps : shm.gbps);
+  m.inputGBps = blend(hit, plain->copyGBps, inputGBps > 0 ? inputGBps : shm.gbps);
+  m.reduceGBps = blend(hit, plain->foldGBps, reduceGBps);
+  const Cache* slots = tier(handoffBytes * ranksSharing, &hit);
+  m.handoff = {blend(hit, slots->handoff.writeGBps, handoff.writeGBps),
+               blend(hit, slots->handoff.copyOutGBps, handoff.copyOutGBps),
+               blend(hit, slots->handoff.foldGBps, handoff.foldGBps)};
   return m;
 }
 

@@ -30,6 +30,11 @@
 // streams between two fills of one slot (a FIFO a few slots deep that its
 // receiver empties as it fills, so it stays in the L3 while the buffers
 // stream from DRAM, but not in an L2 that the buffers pass through). NetModel::caches holds each cache's rates.
+// A set larger than the largest cache gets that cache's rates for the
+// fraction of its bytes the cache holds and DRAM's for the rest: 2026-11-29
+// on this machine, 2 threads folding 18-96 MiB ran at rates that this blend
+// gives for a cache of 16-22 MiB, the part of the host's 32 MiB L3 that
+// the VM's two cores hold (bench/sim/calibrate.py measures it so).
 // What is not modelled: memory bandwidth shared by a node's ranks, NIC
 // message-rate limits beyond msgOverheadUs, adaptive routing.
 #pragma once
@@ -98,7 +103,8 @@ struct NetModel {
   // the cache's copy rate) from the smallest cache that holds
   // `perRankBytes` for each of `ranksSharing` ranks, and handoff from the
   // smallest that holds `handoffBytes` (the slots' reuse distance) for
-  // each (the rates above where none does).
+  // each; where none does, blended from the largest's and the rates above
+  // (DRAM's) by the share of the set it holds.
   NetModel forWorkingSet(double perRankBytes, double handoffBytes, int ranksSharing) const;
 };
 

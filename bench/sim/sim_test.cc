@@ -1,7 +1,8 @@
 // strata-sim against references that do not come from it: the ring's
 // alpha-beta closed form, a 2-rank exchange timed by hand, its own full play
-// (for the symmetry and the extrapolation it uses at scale), and the cost
-// model's pick against the simulated best.
+// (for the symmetry and the extrapolation it uses at scale), the cost
+// model's pick against the simulated best, and the memory rates of a
+// working set past the caches against their blend worked out by hand.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -39,6 +40,27 @@ TEST(Sim, RingMatchesClosedFormWithoutPipelining) {
       EXPECT_NEAR(o.timeUs / closedFormUs("ring", sc, bytes), 1.0, 0.03) << n << " ranks, " << bytes << " bytes";
     }
   }
+}
+
+// A set that a cache holds goes at its rates; one twice the largest cache
+// at rates whose time per byte is half the cache's and half DRAM's.
+TEST(Sim, WorkingSetRatesBlendPastTheLargestCache) {
+  NetModel m;
+  m.shm.gbps = 10;
+  m.reduceGBps = 5;
+  m.handoff = {8, 8, 4};
+  m.caches = {{4e6, 40, 20, {30, 30, 15}}};
+  const NetModel held = m.forWorkingSet(1e6, 1e6, 2);
+  EXPECT_DOUBLE_EQ(held.shm.gbps, 40);
+  EXPECT_DOUBLE_EQ(held.reduceGBps, 20);
+  EXPECT_DOUBLE_EQ(held.handoff.writeGBps, 30);
+  const NetModel half = m.forWorkingSet(4e6, 4e6, 2);
+  auto harmonic = [](double a, double b) { return 1 / (0.5 / a + 0.5 / b); };
+  EXPECT_NEAR(half.shm.gbps, harmonic(40, 10), 1e-9);
+  EXPECT_NEAR(half.outputGBps, harmonic(40, 10), 1e-9);
+  EXPECT_NEAR(half.reduceGBps, harmonic(20, 5), 1e-9);
+  EXPECT_NEAR(half.handoff.writeGBps, harmonic(30, 8), 1e-9);
+  EXPECT_NEAR(half.handoff.foldGBps, harmonic(15, 4), 1e-9);
 }
 
 // Recursive doubling on 2 ranks, 3 chunks each way, 2 slots per FIFO. Each

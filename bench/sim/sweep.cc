@@ -4,6 +4,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
+#include <utility>
 
 #include "planner.h"
 #include "selection.h"
@@ -125,26 +127,62 @@ Symmetry symmetryOf(const AllreduceAlgorithm& algo, const Scenario& sc, uint64_t
 
 namespace {
 
+// The slots' reuse distance, in calls: a connector's nslots slots take one
+// send each, whatever its size (transports/shm/shm_connector.h), so one
+// that carries k sends a call refills a slot every nslots / k calls; the
+// mean over rank 0's connectors, weighted by the bytes each carries. And in
+// *sentBytes, the bytes rank 0 sends in a call.
+double reuseCalls(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, uint64_t count, int nch,
+                  uint64_t* sentBytes) {
+  PlanSet plans(nch);
+  buildPlans(algo, sc, layout, 0, count, nch, plans);
+  std::map<std::pair<int, int>, std::pair<uint64_t, uint64_t>> conns;  // (channel, peer): sends, bytes
+  for (int ch = 0; ch < nch; ++ch)
+    for (const Step& s : plans[ch].steps)
+      if (s.sendPeer >= 0) {
+        auto& c = conns[{ch, s.sendPeer}];
+        ++c.first;
+        c.second += s.count * kElem;
+      }
+  double calls = 0;
+  *sentBytes = 0;
+  for (const auto& [key, c] : conns) {
+    calls += double(c.second) * sc.nslots / double(c.first);
+    *sentBytes += c.second;
+  }
+  return *sentBytes ? calls / double(*sentBytes) : 0;
+}
+
 // The scenario with the memory rates of the working set of one rank: its
 // input and output, and the slots it writes (all it sends, up to its
 // connectors' nslots slots per channel); and the hand-off rates of the
-// slots' reuse distance (network.h): between two fills of a slot the rank
-// has also read as much input and written as much output, which pass
-// through the same caches. So 1 MiB between 2 ranks (1 MiB of slots, 3 MiB
-// in all) hands off through the L3, not the L2 the slots alone would fit:
-// 2026-11-29, the L2's hand-off write rate (6-9 GB/s) predicted 157 us
-// where strata ran it in 62-66 us (docs/sim/calibration.txt). From
-// ntBytes on, the output is written with non-temporal stores that pass the
-// caches by, and only the input shares them with the slots: 8 ranks at
-// 16 MiB on this machine's 32 MiB L3 ran at the L3's hand-off rates (14.1
-// ms; 27.9 predicted from DRAM's). The plays at smaller counts that an
+// slots' reuse distance (network.h): what the rank reads, writes and sends
+// in the calls between two fills of one slot, which all pass through the
+// caches the slot waits in. 1 MiB between 2 ranks (two halving-doubling
+// steps of two slot-sized sends each: a slot refilled every other call,
+// 12 MiB on the node in between) hands off through the L3, not the L2 the
+// slots alone would fit: 2026-11-29, the L2's hand-off write rate (6-9
+// GB/s) predicted 157 us where strata ran it in 62-66 us
+// (docs/sim/calibration.txt). 64 KiB among 8 ranks (two sends a call to
+// each of 3 peers: a slot refilled every 4th call, 7.5 MiB on the node in
+// between) does too: with the L2's rates, which a reuse distance counted
+// in bytes of slots gave it, the sim put it at 1.31 and 1.75 times strata's
+// median in two runs, with the L3's at 0.80 and 0.93.
+// From ntBytes on, the output is written with non-temporal stores that
+// pass the caches by, and only the input shares them with the slots: 8
+// ranks at 16 MiB on this machine ran at the L3's hand-off rates (14.1 ms;
+// 27.9 predicted from DRAM's). The plays at smaller counts that an
 // extrapolation runs keep the real count's rates.
-Scenario atWorkingSet(const Scenario& sc, uint64_t bytes, int nch) {
+Scenario atWorkingSet(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, uint64_t bytes,
+                      int nch) {
   Scenario s = sc;
+  if (sc.model.caches.empty()) return s;
   const double slots = double(nch) * sc.nslots * sc.slotBytes;
   const double written = std::min(double(bytes), slots);
-  const double streamed = bytes >= sc.ntBytes ? 1.0 : 2.0;  // buffers through the caches per slot byte
-  s.model = sc.model.forWorkingSet(2.0 * bytes + written, (1.0 + streamed) * written, sc.topo.ranksPerNode);
+  const double streamed = bytes >= sc.ntBytes ? 1.0 : 2.0;  // input (and output) through the caches
+  uint64_t sent = 0;
+  const double calls = reuseCalls(algo, sc, layout, bytes / kElem, nch, &sent);
+  s.model = sc.model.forWorkingSet(2.0 * bytes + written, calls * (streamed * bytes + sent), sc.topo.ranksPerNode);
   return s;
 }
 
@@ -155,7 +193,7 @@ Outcome simulateWith(const AllreduceAlgorithm& algo, const Scenario& given, uint
   const uint64_t count = bytes / kElem;
   if (algo.has(kOneSlot) && bytes > given.slotBytes) return {};
   const int nch = channelsOf(algo, given, layout, count);
-  return playAt(algo, atWorkingSet(given, bytes, nch), layout, count, nch, sym);
+  return playAt(algo, atWorkingSet(algo, given, layout, bytes, nch), layout, count, nch, sym);
 }
 
 Outcome simulate(const AllreduceAlgorithm& algo, const Scenario& given, uint64_t bytes) {
@@ -163,7 +201,7 @@ Outcome simulate(const AllreduceAlgorithm& algo, const Scenario& given, uint64_t
   const uint64_t count = bytes / kElem;
   if (algo.has(kOneSlot) && bytes > given.slotBytes) return {};
   const int nch = channelsOf(algo, given, layout, count);
-  const Scenario sc = atWorkingSet(given, bytes, nch);
+  const Scenario sc = atWorkingSet(algo, given, layout, bytes, nch);
   Symmetry sym = symmetryAt(algo, sc, layout, count, nch);
   const uint64_t steps = stepsOf(algo, sc, layout, count, nch, sym);
   if (steps <= sc.stepBudget) return playAt(algo, sc, layout, count, nch, sym);
