@@ -11,8 +11,8 @@ one from DRAM; the caches' sizes from sysfs):
   - strata-membw --handoff: the same across the two cores, as shared
     memory moves a hop's bytes: filling a buffer the other core read last,
     copying and folding one the other core just wrote (threads pinned);
-  - strata-membw's fold of a set 9/8 of the L3: how much of the L3 the
-    VM's cores hold (l3_holds);
+  - strata-membw's fold of sets from half the L3 to 9/8 of it: how much
+    of each the L3 holds for the VM's cores (l3_sweep, l3_shares);
   - strata-latency-floor: a cache line's trip between the cores, the hop's
     latency; with more ranks than cores, --ring N: a hop that waits for the
     scheduler, as strata's ranks then wait (sched_yield);
@@ -176,22 +176,32 @@ def memory_rates(args):
         t.update(zip(("write", "copy_out", "slot_fold"), handoff(args, per_buffer or DRAM_HANDOFF_BYTES, between)))
         t["cache"] = cache
         tiers.append(t)
-    tiers[1]["holds"] = l3_holds(args, tiers[1], tiers[2])
+    tiers[1]["sweep"] = l3_sweep(args, tiers[1])
     return tiers
 
 
-def l3_holds(args, l3, dram):
-    """The bytes of the L3 this VM's cores hold. strata-membw folds a set
-    9/8 of the L3 (three buffers a thread); a share h of its bytes hits, at
-    the L3's fold rate, the rest goes at DRAM's, so 1/rate = h/l3 +
-    (1-h)/dram (network.h), and the L3 holds h of the set. 2026-11-29 10:40:
-    sets of 18-96 MiB folded at rates that put it at 16-22 MiB of the 32
-    MiB that sysfs gives (the host's L3, whose other cores other guests
-    run on)."""
-    per_buffer = l3["cache"] * 3 // 16
-    fold = membw(args, per_buffer)[1]
-    hit = (1 / fold - 1 / dram["fold"]) / (1 / l3["fold"] - 1 / dram["fold"])
-    return int(min(l3["cache"], max(0.0, hit) * 2 * 3 * per_buffer))
+def l3_sweep(args, l3):
+    """[(set bytes, fold GB/s per thread)]: strata-membw's fold of sets from
+    half the L3 to 9/8 of it (three buffers a thread), from which
+    median_rates reads how much of each the L3 holds."""
+    sizes = [l3["cache"] * eighths // 8 // 6 for eighths in range(4, 10)]
+    return [(6 * per_buffer, membw(args, per_buffer)[1]) for per_buffer in sizes]
+
+
+def l3_shares(sweep, l3_fold, dram_fold):
+    """[(set bytes, share)]: how much of each set the L3 holds for this VM's
+    cores. A share h of a set's bytes hits, at the L3's fold rate, and the
+    rest goes at DRAM's, so 1/rate = h/l3 + (1-h)/dram (network.h).
+    2026-11-29: all of 16 MiB, four fifths of 24 and three fifths of 32 of
+    the 32 MiB that sysfs gives (the host's L3, whose other cores other
+    guests run on), less of a set past 16 MiB than one fixed capacity would
+    hold."""
+    shares, held = [], 1.0
+    for size, fold in sweep:
+        hit = (1 / fold - 1 / dram_fold) / (1 / l3_fold - 1 / dram_fold)
+        held = min(held, max(0.0, hit))  # a larger set's share is no larger
+        shares.append((size, held))
+    return shares
 
 
 def latency_floor(args, ring=None):
@@ -238,7 +248,9 @@ def model_flags(kind, ranks, r, handoffs=True):
     if handoffs:
         flags += ["--handoff", "%.3f,%.3f,%.3f" % rates(dram)[2:]]
     for t in caches:
-        flags += ["--cache", ",".join(["%d" % t.get("holds", t["cache"])] + ["%.3f" % x for x in rates(t)])]
+        flags += ["--cache", ",".join(["%d" % t["cache"]] + ["%.3f" % x for x in rates(t)])]
+        if t.get("shares"):
+            flags += ["--cache-shares", ",".join("%d,%.3f" % p for p in t["shares"])]
     return flags
 
 
@@ -280,8 +292,9 @@ def repeat(args, hosts, i, samples, runs):
                       "hand-off: slot write %.2f, copy-out %.2f, fold %.2f GB/s per thread"
                       % ("DRAM" if t["cache"] is None else "%d MiB cache" % (t["cache"] >> 20), where, t["copy"],
                          t["fold"], t["output"], t["input"], t["write"], t["copy_out"], t["slot_fold"]))
-            print("  the %d MiB cache holds %.1f MiB (strata-membw's fold of 9/8 of it)"
-                  % (sample["tiers"][1]["cache"] >> 20, sample["tiers"][1]["holds"] / (1 << 20)))
+            print("  past the %d MiB cache's eighth: fold %s GB/s per thread"
+                  % (sample["tiers"][1]["cache"] >> 20,
+                     ", ".join("%.1f MiB %.2f" % (w / (1 << 20), r) for w, r in sample["tiers"][1]["sweep"])))
             for ranks, hop in sample["ring"].items():
                 print("  %d processes on %d cores: %.2f us a hop (strata-latency-floor --ring)"
                       % (ranks, os.cpu_count(), hop))
@@ -317,9 +330,16 @@ def median_rates(memory, net, floors):
     def fast_median(xs):
         return med([x for x in xs if x >= med(xs) / 2])
 
-    pick = lambda k: fast_median if k in HANDOFF_FIELDS else med  # noqa: E731
+    def sweep(curves):
+        """The point-by-point median of the samples' sweeps."""
+        return [(points[0][0], med([r for _, r in points])) for points in zip(*curves)]
+
+    pick = lambda k: sweep if k == "sweep" else fast_median if k in HANDOFF_FIELDS else med  # noqa: E731
     tiers = [{k: (t0[k] if k == "cache" else pick(k)([m["tiers"][j][k] for m in memory])) for k in t0}
              for j, t0 in enumerate(memory[0]["tiers"])]
+    for t in tiers:
+        if "sweep" in t:
+            t["shares"] = l3_shares(t.pop("sweep"), t["fold"], tiers[-1]["fold"])
     return {"tiers": tiers, "ring": {n: med([m["ring"][n] for m in memory]) for n in memory[0]["ring"]},
             "floor": med(floors), "net_gbps": med([x["net_gbps"] for x in net]),
             "net_lat": med([x["net_lat"] for x in net])}
@@ -364,9 +384,11 @@ def parse_log(text):
                 samples["memory"].setdefault(placed(m.group(3)), []).append(sample)
             sample["tiers"].append(t)
             continue
-        m = re.match(r"  the (\d+) MiB cache holds %s MiB" % num, line)
+        m = re.match(r"  past the (\d+) MiB cache's eighth: fold (.*) GB/s", line)
         if m:
-            next(t for t in sample["tiers"] if t["cache"] == int(m.group(1)) << 20)["holds"] = float(m.group(2)) * (1 << 20)
+            points = re.findall(r"%s MiB %s" % (num, num), m.group(2))
+            next(t for t in sample["tiers"] if t["cache"] == int(m.group(1)) << 20)["sweep"] = \
+                [(int(float(w) * (1 << 20)), float(r)) for w, r in points]
             continue
         m = re.match(r"  (\d+) processes on \d+ cores: %s us a hop" % num, line)
         if m:
@@ -399,14 +421,12 @@ def main():
     p.add_argument("--replay", metavar="LOG", help="measure nothing: predict a log this script printed (one run's "
                    "section of docs/sim/calibration.txt) with the sim given")
     p.add_argument("--holds", type=float, metavar="MIB", help="with --replay, for a log from before calibrate.py "
-                   "measured it: the MiB of the L3 this machine's cores hold")
+                   "measured the L3's shares: the MiB of a set it holds whole (a larger set, that over its size)")
     args = p.parse_args()
     args.perf = os.path.join(args.build, "bench/strata-perf")
 
     if args.replay:
         samples, runs, floors = parse_log(open(args.replay).read())
-        for sample in (m for ms in samples["memory"].values() for m in ms):
-            sample["tiers"][-2].setdefault("holds", args.holds * (1 << 20) if args.holds else sample["tiers"][-2]["cache"])
     else:
         samples, runs, floors = measure_all(args)
     print()
@@ -420,6 +440,8 @@ def main():
             continue
         # The hop's latency: the probes taken between repeats in this placement.
         r = median_rates(memory, net, floors.get(where) or [0.07 if where == "near" else 0.35])
+        if args.holds:
+            r["tiers"][-2].setdefault("shares", [(args.holds * (1 << 20), 1.0)])
         for kind, ranks in CONFIGS:
             for size in SIZES:
                 got = runs[where].get((kind, ranks, size))

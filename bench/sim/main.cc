@@ -49,6 +49,9 @@ void usage() {
                "                      --handoff rates while it holds its slots and\n"
                "                      what a rank streams between two fills of one (repeat,\n"
                "                      smallest first; none: the rates above only)\n"
+               "  --cache-shares BYTES,SHARE,...  the share of a set of BYTES that the\n"
+               "                      last --cache holds, measured (default: all up to\n"
+               "                      its size, size / BYTES past it)\n"
                "  --channels N (4)   --slot BYTES (262144)   --nslots N (8)   "
                "--oneshot BYTES (16384)\n"
                "  --nt BYTES (8M)     results from this size on are written past the caches\n"
@@ -131,7 +134,10 @@ void calibrate(const std::string& kind, Scenario& sc, int ranks) {
     }
   } else if (kind == "tcp") {
     sc.topo = {ranks, 1, 1, ranks, 1.0};
-    for (auto& c : sc.model.caches) c.bytes /= ranks;
+    for (auto& c : sc.model.caches) {
+      c.bytes /= ranks;
+      for (auto& point : c.shares) point.first /= ranks;
+    }
   } else {
     usage();
   }
@@ -199,6 +205,12 @@ int main(int argc, char** argv) {
       NetModel::Cache c{double(parseBytes(v[0])), std::atof(v[1].c_str()), std::atof(v[2].c_str()), {}};
       if (v.size() == 6) c.handoff = {std::atof(v[3].c_str()), std::atof(v[4].c_str()), std::atof(v[5].c_str())};
       base.model.caches.push_back(c);
+    } else if (a == "--cache-shares") {
+      const auto v = split(value());
+      if (base.model.caches.empty() || v.empty() || v.size() % 2) usage();
+      auto& shares = base.model.caches.back().shares;
+      for (size_t k = 0; k < v.size(); k += 2) shares.push_back({double(parseBytes(v[k])), std::atof(v[k + 1].c_str())});
+      std::sort(shares.begin(), shares.end());
     }
     else if (a == "--channels")
       base.nchannels = std::atoi(value().c_str());

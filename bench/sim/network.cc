@@ -21,17 +21,27 @@ double blend(double hit, double cached, double dram) {
 
 }  // namespace
 
+double NetModel::Cache::shareOf(double set) const {
+  if (shares.empty()) return set <= bytes ? 1.0 : bytes / set;
+  if (set <= shares.front().first) return shares.front().second;
+  for (size_t i = 1; i < shares.size(); ++i)
+    if (set <= shares[i].first) {
+      const auto [x0, y0] = shares[i - 1];
+      const auto [x1, y1] = shares[i];
+      return y0 + (y1 - y0) * (set - x0) / (x1 - x0);
+    }
+  return shares.back().second * shares.back().first / set;
+}
+
 NetModel NetModel::forWorkingSet(double perRankBytes, double handoffBytes, int ranksSharing) const {
   NetModel m = *this;
   if (caches.empty()) return m;
-  // The smallest cache that holds the set; past the largest, that one for
-  // the share of the set it holds (a set streamed round and round a cache
-  // that holds a fraction h of it: h of its bytes hit, network.h).
+  // The smallest cache that holds the set, else the largest, for its share.
   auto tier = [&](double set, double* hit) {
     *hit = 1.0;
-    for (const Cache& c : caches)
-      if (set <= c.bytes) return &c;
-    *hit = caches.back().bytes / set;
+    for (size_t i = 0; i + 1 < caches.size(); ++i)
+      if (set <= caches[i].bytes) return &caches[i];
+    *hit = caches.back().shareOf(set);
     return &caches.back();
   };
   double hit;

@@ -30,16 +30,19 @@
 // streams between two fills of one slot (a FIFO a few slots deep that its
 // receiver empties as it fills, so it stays in the L3 while the buffers
 // stream from DRAM, but not in an L2 that the buffers pass through). NetModel::caches holds each cache's rates.
-// A set larger than the largest cache gets that cache's rates for the
-// fraction of its bytes the cache holds and DRAM's for the rest: 2026-11-29
-// on this machine, 2 threads folding 18-96 MiB ran at rates that this blend
-// gives for a cache of 16-22 MiB, the part of the host's 32 MiB L3 that
-// the VM's two cores hold (bench/sim/calibrate.py measures it so).
+// A set past the smaller caches gets the largest's rates for the share of
+// its bytes that cache holds and DRAM's for the rest (Cache::shares): on
+// this machine the VM's two cores hold a part of the host's 32 MiB L3 that
+// falls from all of a 16 MiB set to four fifths of 24 MiB and about half
+// of 36 MiB (2026-11-29; bench/sim/calibrate.py measures it so). strata's
+// allreduces slow across that range too: 4 ranks at 2 MiB out of place (24
+// MiB) took 1.5-1.8 times as long as in place (16 MiB).
 // What is not modelled: memory bandwidth shared by a node's ranks, NIC
 // message-rate limits beyond msgOverheadUs, adaptive routing.
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace strata::sim {
@@ -96,6 +99,15 @@ struct NetModel {
     double copyGBps;
     double foldGBps;
     Handoff handoff;
+    // The share of a set of each size that the cache holds, measured
+    // (bytes, share; ascending), where a set runs at this cache's rates for
+    // that share of its bytes and at DRAM's for the rest. Between two
+    // points the share is interpolated, below the first it is the first's,
+    // past the last it falls as 1 / size. Empty: all of a set of up to
+    // `bytes`, bytes / size of a larger one. Only the largest cache's
+    // count: a set past a smaller one goes to the next.
+    std::vector<std::pair<double, double>> shares;
+    double shareOf(double set) const;
   };
   std::vector<Cache> caches;  // smallest first; none: every buffer from DRAM
 

@@ -63,6 +63,22 @@ TEST(Sim, WorkingSetRatesBlendPastTheLargestCache) {
   EXPECT_NEAR(half.handoff.foldGBps, harmonic(15, 4), 1e-9);
 }
 
+// Measured shares: interpolated between two points, the first's below
+// them, falling as 1 / size past the last; a set that a smaller cache
+// holds takes that cache's rates whatever the largest's shares.
+TEST(Sim, CacheSharesInterpolateAndFallPastTheLast) {
+  NetModel::Cache l3{32e6, 40, 20, {}, {{16e6, 1.0}, {24e6, 0.8}, {32e6, 0.6}}};
+  EXPECT_DOUBLE_EQ(l3.shareOf(8e6), 1.0);
+  EXPECT_NEAR(l3.shareOf(20e6), 0.9, 1e-12);
+  EXPECT_NEAR(l3.shareOf(28e6), 0.7, 1e-12);
+  EXPECT_NEAR(l3.shareOf(64e6), 0.3, 1e-12);
+  NetModel m;
+  m.shm.gbps = 10;
+  m.caches = {{2e6, 80, 40, {}, {}}, l3};
+  EXPECT_DOUBLE_EQ(m.forWorkingSet(1e6, 1e6, 2).shm.gbps, 80);
+  EXPECT_NEAR(m.forWorkingSet(14e6, 14e6, 2).shm.gbps, 1 / (0.7 / 40 + 0.3 / 10), 1e-9);
+}
+
 // Recursive doubling on 2 ranks, 3 chunks each way, 2 slots per FIFO. Each
 // chunk: 1 us on the wire (4096 B at 4.096 GB/s), 2 us of latency, 2 us to
 // fold (4096 B at 2.048 GB/s). Both ranks alike:
