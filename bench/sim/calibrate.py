@@ -204,6 +204,21 @@ def l3_shares(sweep, l3_fold, dram_fold):
     return shares
 
 
+def shared_cores(args, procs):
+    """The fold rate of `procs` processes that take turns on the cores,
+    each yielding after every slot of its own data as oversubscribed ranks
+    yield between steps (strata-membw --procs), over that of as many as
+    the cores, at the L3 tier's set (3/8 of the L3 in all). 2026-11-29: 0.7
+    for 4 processes on this machine's 2 cores, 0.8 for 8, which the sim's
+    share of a core for each (the rate over the ranks per core) misses."""
+    def rate(n):
+        per_buffer = cache_bytes(3) * 3 // 8 // 3 // n
+        out = run([os.path.join(args.build, "bench/kernels/strata-membw"), "--procs", str(n), "--bytes",
+                   str(per_buffer)])
+        return float(re.search(r"interleaved c=a\+b +([\d.]+) GB/s", out).group(1))
+    return rate(procs) / rate(os.cpu_count())
+
+
 def latency_floor(args, ring=None):
     """One cache line's trip between the two cores, or with `ring`
     processes, more than the cores, a hop that waits for the scheduler
@@ -247,8 +262,12 @@ def model_flags(kind, ranks, r, handoffs=True):
     flags += ["--reduce", "%.3f" % dram["fold"], "--output", "%.3f" % dram["output"], "--input", "%.3f" % dram["input"]]
     if handoffs:
         flags += ["--handoff", "%.3f,%.3f,%.3f" % rates(dram)[2:]]
+    # Ranks beyond the cores share them (the sim divides a rank's rates by
+    # the ranks per core), and from the caches they fold slower still:
+    # shared_cores.
+    shared = r["shared"].get(ranks, 1.0) if kind == "shm" and ranks > os.cpu_count() else 1.0
     for t in caches:
-        flags += ["--cache", ",".join(["%d" % t["cache"]] + ["%.3f" % x for x in rates(t)])]
+        flags += ["--cache", ",".join(["%d" % t["cache"]] + ["%.3f" % (x * shared) for x in rates(t)])]
         if t.get("shares"):
             flags += ["--cache-shares", ",".join("%d,%.3f" % p for p in t["shares"])]
     return flags
@@ -271,8 +290,9 @@ def bracketed(args, measure):
 
 
 def memory_sample(args):
-    return {"tiers": memory_rates(args),
-            "ring": {ranks: latency_floor(args, ranks) for _, ranks in CONFIGS if ranks > os.cpu_count()}}
+    more = [ranks for _, ranks in CONFIGS if ranks > os.cpu_count()]
+    return {"tiers": memory_rates(args), "ring": {ranks: latency_floor(args, ranks) for ranks in more},
+            "shared": {ranks: shared_cores(args, ranks) for ranks in more}}
 
 
 def repeat(args, hosts, i, samples, runs):
@@ -296,8 +316,8 @@ def repeat(args, hosts, i, samples, runs):
                   % (sample["tiers"][1]["cache"] >> 20,
                      ", ".join("%.1f MiB %.2f" % (w / (1 << 20), r) for w, r in sample["tiers"][1]["sweep"])))
             for ranks, hop in sample["ring"].items():
-                print("  %d processes on %d cores: %.2f us a hop (strata-latency-floor --ring)"
-                      % (ranks, os.cpu_count(), hop))
+                print("  %d processes on %d cores: %.2f us a hop (strata-latency-floor --ring), fold at %.2f of %d's "
+                      "(strata-membw --procs)" % (ranks, os.cpu_count(), hop, sample["shared"][ranks], os.cpu_count()))
         else:
             print("  tcp, cores %s: %.2f GB/s each way with both ways at once, %.1f us one way "
                   "(strata-perf sendrecv of 8 B and 16 MiB)" % (where, sample["net_gbps"], sample["net_lat"]))
@@ -341,6 +361,7 @@ def median_rates(memory, net, floors):
         if "sweep" in t:
             t["shares"] = l3_shares(t.pop("sweep"), t["fold"], tiers[-1]["fold"])
     return {"tiers": tiers, "ring": {n: med([m["ring"][n] for m in memory]) for n in memory[0]["ring"]},
+            "shared": {n: med([m["shared"][n] for m in memory]) for n in memory[0].get("shared", {})},
             "floor": med(floors), "net_gbps": med([x["net_gbps"] for x in net]),
             "net_lat": med([x["net_lat"] for x in net])}
 
@@ -390,9 +411,11 @@ def parse_log(text):
             next(t for t in sample["tiers"] if t["cache"] == int(m.group(1)) << 20)["sweep"] = \
                 [(int(float(w) * (1 << 20)), float(r)) for w, r in points]
             continue
-        m = re.match(r"  (\d+) processes on \d+ cores: %s us a hop" % num, line)
+        m = re.match(r"  (\d+) processes on \d+ cores: %s us a hop(?:.*?fold at %s of)?" % (num, num), line)
         if m:
             sample["ring"][int(m.group(1))] = float(m.group(2))
+            if m.group(3):
+                sample.setdefault("shared", {})[int(m.group(1))] = float(m.group(3))
             continue
         m = re.match(r"  tcp, cores (\w+): %s GB/s each way.*?, %s us one way" % (num, num), line)
         if m:
