@@ -18,8 +18,8 @@ one from DRAM; the caches' sizes from sysfs):
     scheduler, as strata's ranks then wait (sched_yield);
   - strata-perf sendrecv between two network namespaces, the one input
     that is strata's own (net_sample says why): each way's rate while the
-    other runs (as two ranks' allreduce sends), and its 8-byte time, the
-    hop's latency.
+    other runs (as two ranks' allreduce sends) at each size predicted, and
+    its time at 16-256 bytes, the hop's latency.
 strata-sim then predicts each configuration's allreduce with the algorithm
 strata-perf ran (its -A column):
   shm: 2, 4 and 8 ranks on one host (4 and 8 ranks share the 2 cores);
@@ -92,28 +92,32 @@ def tcp_run(args, hosts, i, size):
     return tcp_perf(args, hosts, 29600 + i % 300, perf_flags(args, size))[size]
 
 
-# The network hop's two sizes: its latency, and its rate past it.
-NET_SMALL, NET_LARGE = 8, 16 << 20
+# The network hop's latency: the median of strata-perf sendrecv's three
+# smallest sizes (its first size now and then runs 3-10 times slow).
+NET_SMALL = [16, 64, 256]
 
 
 def net_sample(args, hosts, i):
-    """{net_gbps: GB/s each way with both ways at once, net_lat: one way's
-    latency in us} between the two namespaces: strata's own point-to-point, as SimGrid's
-    SMPI calibrates its network model with the MPI's own ping-pong, so the
+    """{net_lat: one way's latency in us, net_gbps: {size: GB/s each way
+    with both ways at once}} between the two namespaces, for each size of
+    SIZES: strata's own point-to-point, as SimGrid's SMPI calibrates its
+    network model with the MPI's own ping-pong at each message size, so the
     sim answers how a plan's hops add up, not what one hop costs. strata-perf
     sendrecv sends to the peer while it receives from it, as two ranks'
-    allreduce steps do: its 8-byte time is one way's latency, and 16 MiB
-    past that latency give the rate. Raw sockets read low beside it: in
-    the same minutes (2026-11-29) iperf3's two pairs (one each way) moved
-    1.40-1.68 GB/s each way, and a one-thread polling exchange written for
-    this 1.02-1.82, against sendrecv's 0.96-1.95, and strata's 16 MiB
-    allreduce ran faster than either rate allows; the difference was not
-    found."""
-    flags = ["sendrecv", "-b", str(NET_SMALL), "-e", str(NET_LARGE), "-f", str(NET_LARGE // NET_SMALL),
+    allreduce steps do; past the latency, a size's time gives its rate. A
+    rate per size because a 64 KiB exchange goes at 2.5-3.3 GB/s where 16
+    MiB streams at 2.0 (2026-11-29: with 16 MiB's rate for all, 2 ranks at
+    64 KiB came out 1.05-1.37 times their median). Raw sockets read low
+    beside it: in the same minutes (2026-11-29) iperf3's two pairs (one
+    each way) moved 1.40-1.68 GB/s each way, and a one-thread polling
+    exchange written for this 1.02-1.82, against sendrecv's 0.96-1.95 at
+    16 MiB, and strata's 16 MiB allreduce ran faster than either rate
+    allows; the difference was not found."""
+    flags = ["sendrecv", "-b", str(NET_SMALL[0]), "-e", str(SIZES[-1]), "-f", "4",
              "-n", str(args.iters), "-w", str(max(3, args.iters // 10)), "-A", "-c", "0"]
     rows = tcp_perf(args, hosts, 29900 + i % 50, flags)
-    lat, large = rows[NET_SMALL][0], rows[NET_LARGE][0]
-    return {"net_gbps": NET_LARGE / ((large - lat) * 1e3), "net_lat": lat}
+    lat = statistics.median(rows[s][0] for s in NET_SMALL)
+    return {"net_lat": lat, "net_gbps": {s: s / (max(rows[s][0] - lat, rows[s][0] / 10) * 1e3) for s in SIZES}}
 
 
 def cache_bytes(level):
@@ -243,8 +247,9 @@ def predict(args, kind, ranks, algo, size, flags):
 CONFIGS = [("shm", 2), ("shm", 4), ("shm", 8), ("tcp", 2)]
 
 
-def model_flags(kind, ranks, r, handoffs=True):
-    """strata-sim's flags for a placement's rates r (median_rates)."""
+def model_flags(kind, ranks, size, r, handoffs=True):
+    """strata-sim's flags for a placement's rates r (median_rates), for an
+    allreduce of `size` bytes."""
     *caches, dram = r["tiers"]
     handoffs = handoffs and kind == "shm"
     # Without hand-offs a same-node hop's bytes go at the thread's own rates
@@ -252,7 +257,7 @@ def model_flags(kind, ranks, r, handoffs=True):
     rates = (lambda t: (t["copy"], t["fold"], t["write"], t["copy_out"], t["slot_fold"])) if handoffs else \
         (lambda t: (t["copy"], t["fold"]))
     if kind == "tcp":
-        flags = ["--nic", "%.2f,%.3f" % (r["net_lat"], r["net_gbps"]), "--msg-overhead", "0"]
+        flags = ["--nic", "%.2f,%.3f" % (r["net_lat"], r["net_gbps"][size]), "--msg-overhead", "0"]
     else:
         # A hop's latency is a cache line's between the cores
         # (strata-latency-floor), or with more ranks than cores a hop that
@@ -319,8 +324,9 @@ def repeat(args, hosts, i, samples, runs):
                 print("  %d processes on %d cores: %.2f us a hop (strata-latency-floor --ring), fold at %.2f of %d's "
                       "(strata-membw --procs)" % (ranks, os.cpu_count(), hop, sample["shared"][ranks], os.cpu_count()))
         else:
-            print("  tcp, cores %s: %.2f GB/s each way with both ways at once, %.1f us one way "
-                  "(strata-perf sendrecv of 8 B and 16 MiB)" % (where, sample["net_gbps"], sample["net_lat"]))
+            print("  tcp, cores %s: %.1f us one way; each way with both at once: %s GB/s (strata-perf sendrecv)"
+                  % (where, sample["net_lat"],
+                     ", ".join("%d KiB %.2f" % (size >> 10, g) for size, g in sample["net_gbps"].items())))
     for kind, ranks in CONFIGS:
         for size in SIZES:
             measure = (lambda: tcp_run(args, hosts, i * 10 + len(runs), size)) if kind == "tcp" else \
@@ -362,7 +368,7 @@ def median_rates(memory, net, floors):
             t["shares"] = l3_shares(t.pop("sweep"), t["fold"], tiers[-1]["fold"])
     return {"tiers": tiers, "ring": {n: med([m["ring"][n] for m in memory]) for n in memory[0]["ring"]},
             "shared": {n: med([m["shared"][n] for m in memory]) for n in memory[0].get("shared", {})},
-            "floor": med(floors), "net_gbps": med([x["net_gbps"] for x in net]),
+            "floor": med(floors), "net_gbps": {s: med([x["net_gbps"][s] for x in net]) for s in SIZES},
             "net_lat": med([x["net_lat"] for x in net])}
 
 
@@ -417,10 +423,16 @@ def parse_log(text):
             if m.group(3):
                 sample.setdefault("shared", {})[int(m.group(1))] = float(m.group(3))
             continue
+        m = re.match(r"  tcp, cores (\w+): %s us one way; each way with both at once: (.*) GB/s" % num, line)
+        if m:
+            rates = {int(k) << 10: float(g) for k, g in re.findall(r"(\d+) KiB %s" % num, m.group(3))}
+            samples["net"].setdefault(placed(m.group(1)), []).append({"net_gbps": rates, "net_lat": float(m.group(2))})
+            continue
+        # Logs from before the rate per size: 16 MiB's for every size.
         m = re.match(r"  tcp, cores (\w+): %s GB/s each way.*?, %s us one way" % (num, num), line)
         if m:
-            samples["net"].setdefault(placed(m.group(1)), []).append({"net_gbps": float(m.group(2)),
-                                                                     "net_lat": float(m.group(3))})
+            samples["net"].setdefault(placed(m.group(1)), []).append(
+                {"net_gbps": {s: float(m.group(2)) for s in SIZES}, "net_lat": float(m.group(3))})
             continue
         m = re.match(r"  (shm|tcp) (\d+) ranks +(\d+) KiB (\w+) +%s us, cores (\w+)" % num, line)
         if m:
@@ -473,8 +485,8 @@ def main():
                 times = sorted(us for us, _ in got)
                 algo = got[0][1]
                 us = statistics.median(times)
-                pred = predict(args, kind, ranks, algo, size, model_flags(kind, ranks, r))
-                plain = predict(args, kind, ranks, algo, size, model_flags(kind, ranks, r, handoffs=False))
+                pred = predict(args, kind, ranks, algo, size, model_flags(kind, ranks, size, r))
+                plain = predict(args, kind, ranks, algo, size, model_flags(kind, ranks, size, r, handoffs=False))
                 print("| %s | %s | %d | %d KiB | %s | %d | %.1f | %.2f | %.1f | %.2f | %d of %d | %.2f |"
                       % (where, kind, ranks, size >> 10, algo, len(times), us, times[-1] / times[0], pred, pred / us,
                          sum(0.75 <= pred / t <= 1.25 for t in times), len(times), plain / us))
