@@ -32,7 +32,7 @@
 // each piece as strata's oversubscribed ranks yield between steps; it
 // prints their fold rate together. With P the cores it is the rate of
 // ranks that have a core each; 4 and 8 processes on this machine's 2 cores
-// fold a 12 MiB set at about 0.72 and 0.76 of that (2026-11-29).
+// fold a 12 MiB set at about 0.72 and 0.74 of that (2026-11-29).
 // With small buffers it measures the caches instead (each thread's a, b and
 // c fit its L2 at 256 KiB, both threads' fit the L3 at a few MiB): each
 // measurement runs the kernel over the same buffers until it has moved

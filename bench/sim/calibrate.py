@@ -212,9 +212,10 @@ def shared_cores(args, procs):
     """The fold rate of `procs` processes that take turns on the cores,
     each yielding after every slot of its own data as oversubscribed ranks
     yield between steps (strata-membw --procs), over that of as many as
-    the cores, at the L3 tier's set (3/8 of the L3 in all). 2026-11-29: 0.7
-    for 4 processes on this machine's 2 cores, 0.8 for 8, which the sim's
-    share of a core for each (the rate over the ranks per core) misses."""
+    the cores, at the L3 tier's set (3/8 of the L3 in all). 2026-11-29, the
+    medians of runs W and X's 16 samples: 0.72 for 4 processes on this
+    machine's 2 cores, 0.74 for 8, which the sim's share of a core for each
+    (the rate over the ranks per core) leaves out."""
     def rate(n):
         per_buffer = cache_bytes(3) * 3 // 8 // 3 // n
         out = run([os.path.join(args.build, "bench/kernels/strata-membw"), "--procs", str(n), "--bytes",
