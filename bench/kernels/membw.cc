@@ -89,6 +89,11 @@ struct Meeting {
   }
 };
 
+// c = a + b, the fold every mode times.
+void fold(float* __restrict out, const float* x, const float* y, size_t n) {
+  for (size_t k = 0; k < n; ++k) out[k] = x[k] + y[k];
+}
+
 struct HandoffRates {
   double write;  // copying own data into the outbox the other thread read last
   double copy;   // copying the other thread's outbox into own data
@@ -124,14 +129,12 @@ HandoffRates handoff(size_t bytes, size_t between) {
         if (kind == 0) elapsed[2][i].push_back(seconds() - start);
         m.meet(i);
         const float* x = outbox[1 - i].data();
-        float* __restrict out = dst[i].data();
+        float* out = dst[i].data();
         start = seconds();
-        if (kind == 0) {
+        if (kind == 0)
           std::memcpy(out, x, bytes);
-        } else {
-          const float* y = mine[i].data();
-          for (size_t k = 0; k < n; ++k) out[k] = x[k] + y[k];
-        }
+        else
+          fold(out, x, mine[i].data(), n);
         touch(out);
         elapsed[kind][i].push_back(seconds() - start);
         // A line per 64 bytes is enough to bring each into the cache.
@@ -148,10 +151,6 @@ HandoffRates handoff(size_t bytes, size_t between) {
     rate[phase] = median(r);
   }
   return {rate[2], rate[0], rate[1]};
-}
-
-void fold(float* __restrict out, const float* x, const float* y, size_t n) {
-  for (size_t k = 0; k < n; ++k) out[k] = x[k] + y[k];
 }
 
 // --procs: the processes' fold rate together (GB/s of output), timed from
@@ -285,11 +284,8 @@ int main(int argc, char** argv) {
     });
     copyRates.push_back(2.0 * bytes * passes / t / 1e9);
     t = onTwoThreads([&](int i) {
-      float* __restrict out = c[i].data();
-      const float* x = a[i].data();
-      const float* y = b[i].data();
       for (size_t p = 0; p < passes; ++p) {
-        for (size_t k = 0; k < n; ++k) out[k] = x[k] + y[k];
+        fold(c[i].data(), a[i].data(), b[i].data(), n);
         asm volatile("" ::: "memory");
       }
     });

@@ -133,15 +133,18 @@ def cache_bytes(level):
     raise RuntimeError("no level %d cache in %s" % (level, base))
 
 
+def membw_run(args, flags, names):
+    """The GB/s strata-membw with `flags` prints on the lines `names` (regular
+    expressions) name, in their order."""
+    out = run([os.path.join(args.build, "bench/kernels/strata-membw")] + flags)
+    return tuple(float(re.search(name + r".*?([\d.]+) GB/s", out).group(1)) for name in names)
+
+
 def membw(args, per_thread_bytes=None):
     """(copy, fold, output write from cache, input read into cache) GB/s of
     one thread: strata-membw's 2-thread rates halved."""
-    cmd = [os.path.join(args.build, "bench/kernels/strata-membw")]
-    if per_thread_bytes:
-        cmd += ["--bytes", str(per_thread_bytes)]
-    out = run(cmd)
-    return tuple(float(re.search(name + r".*?([\d.]+) GB/s", out).group(1)) / 2
-                 for name in ("memcpy", r"c=a\+b", "write from cache", "read into cache"))
+    flags = ["--bytes", str(per_thread_bytes)] if per_thread_bytes else []
+    return tuple(r / 2 for r in membw_run(args, flags, ("memcpy", r"c=a\+b", "write from cache", "read into cache")))
 
 
 def handoff(args, per_thread_bytes, between):
@@ -149,10 +152,8 @@ def handoff(args, per_thread_bytes, between):
     cores (strata-membw --handoff): writing an outbox the other core read
     last, copying and folding one the other core just wrote; each thread
     reading `between` bytes of its own before it writes again."""
-    out = run([os.path.join(args.build, "bench/kernels/strata-membw"), "--handoff", "--bytes", str(per_thread_bytes),
-               "--between", str(between)])
-    return tuple(float(re.search(name + r".*?([\d.]+) GB/s", out).group(1))
-                 for name in ("handoff write", "handoff memcpy", r"handoff c=a\+b"))
+    return membw_run(args, ["--handoff", "--bytes", str(per_thread_bytes), "--between", str(between)],
+                     ("handoff write", "handoff memcpy", r"handoff c=a\+b"))
 
 
 # Past the caches: strata-membw's default 256 MiB per buffer; the hand-off's
@@ -218,9 +219,7 @@ def shared_cores(args, procs):
     (the rate over the ranks per core) leaves out."""
     def rate(n):
         per_buffer = cache_bytes(3) * 3 // 8 // 3 // n
-        out = run([os.path.join(args.build, "bench/kernels/strata-membw"), "--procs", str(n), "--bytes",
-                   str(per_buffer)])
-        return float(re.search(r"interleaved c=a\+b +([\d.]+) GB/s", out).group(1))
+        return membw_run(args, ["--procs", str(n), "--bytes", str(per_buffer)], (r"interleaved c=a\+b",))[0]
     return rate(procs) / rate(os.cpu_count())
 
 
