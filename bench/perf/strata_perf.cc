@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "strata/strata.h"
+#include "../pin/pin.h"
 
 namespace {
 
@@ -43,6 +45,7 @@ struct Options {
   bool showAlgo = false;  // -A: an algorithm column
   bool resources = false; // --resources: what each rank's init, first call and process cost
   int ranks = 0;  // 0: join a launch from the environment
+  bool bind = false;  // --bind: pin each forked rank to a cpu
   std::vector<int> colls;  // indexes into kColls
 };
 
@@ -118,6 +121,8 @@ bool parseSize(const char* text, size_t* out) {
                "  collective          all_reduce (default), broadcast, reduce, all_gather, reduce_scatter,\n"
                "                      alltoall, sendrecv; --all runs each in turn\n"
                "  --ranks N           fork N local ranks (else join the launcher's job: mpirun/srun, or RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT)\n"
+               "  --bind              with --ranks: pin rank r to cpu r*C/N of the C in the affinity mask (consecutive\n"
+               "                      ranks share a cpu), as mpirun --bind-to core pins its ranks\n"
                "  -b/--minbytes       smallest size in bytes (K/M/G suffixes), default 8\n"
                "  -e/--maxbytes       largest size, default 256M\n"
                "  -f/--stepfactor     multiply the size by this each row, default 2\n"
@@ -145,7 +150,8 @@ Options parseOptions(int argc, char** argv) {
       {"ranks", required_argument, nullptr, 'R'}, {"help", no_argument, nullptr, 'h'},
       {"root", required_argument, nullptr, 'r'}, {"all", no_argument, nullptr, 'L'},
       {"agg_iters", required_argument, nullptr, 'm'}, {"show_algo", no_argument, nullptr, 'a'},
-      {"resources", no_argument, nullptr, 'U'}, {nullptr, 0, nullptr, 0}};
+      {"resources", no_argument, nullptr, 'U'}, {"bind", no_argument, nullptr, 'B'},
+      {nullptr, 0, nullptr, 0}};
   int c;
   bool all = false;
   while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:r:m:Ah", longOpts, nullptr)) != -1) {
@@ -163,6 +169,7 @@ Options parseOptions(int argc, char** argv) {
       case 'A': case 'a': o.showAlgo = true; break;
       case 'L': all = true; break;
       case 'U': o.resources = true; break;
+      case 'B': o.bind = true; break;
       case 'd': {
         ok = false;
         for (const auto& t : kTypes)
@@ -199,6 +206,11 @@ Options parseOptions(int argc, char** argv) {
   if (o.colls.empty()) o.colls.push_back(0);
   if (o.minBytes > o.maxBytes) {
     std::fprintf(stderr, "%s: -b (%zu) is larger than -e (%zu)\n", argv[0], o.minBytes, o.maxBytes);
+    std::exit(2);
+  }
+  if (o.bind && o.ranks == 0) {
+    std::fprintf(stderr, "%s: --bind pins the ranks --ranks forks; under a launcher, bind with it (mpirun "
+                 "--bind-to core)\n", argv[0]);
     std::exit(2);
   }
   return o;
@@ -640,6 +652,7 @@ int forkRanks(const Options& o) {
     return 1;
   }
   std::fflush(stdout);
+  const std::vector<int> cpus = o.bind ? strata::bench::allowedCpus() : std::vector<int>();
   std::vector<pid_t> pids;
   for (int r = 0; r < o.ranks; ++r) {
     pid_t pid = fork();
@@ -652,6 +665,10 @@ int forkRanks(const Options& o) {
       return 1;
     }
     if (pid == 0) {
+      if (o.bind && strata::bench::pinInBlocks(cpus, r, o.ranks) < 0) {
+        std::fprintf(stderr, "strata-perf: rank %d: --bind: could not pin to a cpu: %s\n", r, std::strerror(errno));
+        _exit(1);
+      }
       strata_comm_t comm;
       int rc = 1;
       const auto start = std::chrono::steady_clock::now();
