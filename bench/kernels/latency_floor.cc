@@ -10,12 +10,13 @@
 // On a VM the time moves with where the two virtual cores sit on the host
 // (bench/README.md has what it measures here).
 //   strata-latency-floor [--iters N]     default 200000 per run, median of 5 runs
-//   strata-latency-floor --ring N        N processes pass a token around
+//   strata-latency-floor --ring N [--bind]  N processes pass a token around
 // --ring measures what a hop costs when ranks outnumber the cores: each
 // process waits for the token as strata's ranks wait then (src/progress/
 // wait_policy.h: poll, and give the core away with sched_yield after each
 // fruitless poll), so a hop to a process that is not running waits for the
-// scheduler to run it. It prints the median time per hop.
+// scheduler to run it. It prints the median time per hop. --bind pins them
+// as strata-perf --bind pins its ranks (bench/pin/pin.h).
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +31,8 @@
 #include <new>
 #include <sched.h>
 #include <vector>
+
+#include "../pin/pin.h"
 
 namespace {
 
@@ -80,7 +83,7 @@ double ringRun(Ring* ring, int me, int n, uint64_t first, uint64_t hops) {
   return (seconds() - start) / static_cast<double>(hops);
 }
 
-int ring(int n) {
+int ring(int n, bool bind) {
   constexpr int kRuns = 5;
   constexpr uint64_t kHops = 20000;
   void* page = mmap(nullptr, sizeof(Ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -89,6 +92,7 @@ int ring(int n) {
     return 1;
   }
   auto* r = new (page) Ring();
+  const std::vector<int> cpus = bind ? strata::bench::allowedCpus() : std::vector<int>();
   std::vector<pid_t> children;
   int me = 0;
   for (int p = 1; p < n; ++p) {
@@ -103,14 +107,19 @@ int ring(int n) {
     }
     children.push_back(c);
   }
+  // A process that could not be pinned still passes the token (its peers
+  // would wait for it forever otherwise); the message says the hop is not
+  // the pinned one.
+  if (bind && strata::bench::pinInBlocks(cpus, me, n) < 0)
+    std::perror("strata-latency-floor: --bind, running unpinned");
   std::vector<double> runs;
   for (int k = 0; k < kRuns; ++k) runs.push_back(ringRun(r, me, n, k * kHops, kHops));
   if (me != 0) _exit(0);
   for (pid_t c : children) waitpid(c, nullptr, 0);
   std::sort(runs.begin(), runs.end());
-  std::printf("# strata-latency-floor --ring: %d processes passing a token, waiting with sched_yield, median of %d x "
-              "%llu hops\n",
-              n, kRuns, static_cast<unsigned long long>(kHops));
+  std::printf("# strata-latency-floor --ring: %d processes%s passing a token, waiting with sched_yield, median of %d "
+              "x %llu hops\n",
+              n, bind ? " pinned in blocks" : "", kRuns, static_cast<unsigned long long>(kHops));
   std::printf("ring_hop_us %.3f\n", runs[kRuns / 2] * 1e6);
   return 0;
 }
@@ -119,21 +128,29 @@ int ring(int n) {
 
 int main(int argc, char** argv) {
   uint64_t iters = 200000;
+  int ringSize = 0;
+  bool bind = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
       iters = std::strtoull(argv[++i], nullptr, 10);
     } else if (std::strcmp(argv[i], "--ring") == 0 && i + 1 < argc) {
-      const int n = std::atoi(argv[++i]);
-      if (n < 2 || n > 256) {
+      ringSize = std::atoi(argv[++i]);
+      if (ringSize < 2 || ringSize > 256) {
         std::fprintf(stderr, "strata-latency-floor: --ring takes 2..256 processes\n");
         return 2;
       }
-      return ring(n);
+    } else if (std::strcmp(argv[i], "--bind") == 0) {
+      bind = true;
     } else {
-      std::fprintf(stderr, "usage: strata-latency-floor [--iters N | --ring N]\n");
+      std::fprintf(stderr, "usage: strata-latency-floor [--iters N | --ring N [--bind]]\n");
       return 2;
     }
   }
+  if (bind && ringSize == 0) {
+    std::fprintf(stderr, "strata-latency-floor: --bind pins --ring's processes\n");
+    return 2;
+  }
+  if (ringSize) return ring(ringSize, bind);
   if (iters < 10) iters = 10;
   void* page = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) {

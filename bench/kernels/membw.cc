@@ -9,7 +9,7 @@
 // 2-thread rates (add in bytes of output per second, copy in bytes copied).
 //   strata-membw [--bytes N]     default 256 MiB per buffer
 //   strata-membw --handoff [--bytes N] [--between N]
-//   strata-membw --procs P [--bytes N] [--piece N]
+//   strata-membw --procs P [--bytes N] [--piece N] [--bind]
 // It also times writing c from a 256 KiB piece that stays in cache, with
 // strata's copy kernel and, from STRATA_NT_BYTES' default of 8 MiB, its
 // non-temporal stores: a rank writing its output from a slot; and the
@@ -32,7 +32,9 @@
 // each piece as strata's oversubscribed ranks yield between steps; it
 // prints their fold rate together. With P the cores it is the rate of
 // ranks that have a core each; 4 and 8 processes on this machine's 2 cores
-// fold a 12 MiB set at about 0.72 and 0.74 of that (2026-11-29).
+// fold a 12 MiB set at about 0.72 and 0.74 of that (2026-11-29). --bind pins
+// them as strata-perf --bind pins its ranks (bench/pin/pin.h): 0.86 and 0.84,
+// and steadier (0.82-0.88 and 0.72-0.91 where unpinned gave 0.68-0.95).
 // With small buffers it measures the caches instead (each thread's a, b and
 // c fit its L2 at 256 KiB, both threads' fit the L3 at a few MiB): each
 // measurement runs the kernel over the same buffers until it has moved
@@ -55,6 +57,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "../pin/pin.h"
 
 namespace {
 
@@ -156,7 +159,7 @@ HandoffRates handoff(size_t bytes, size_t between) {
 // --procs: the processes' fold rate together (GB/s of output), timed from
 // the moment all have their buffers until the last exits; < 0 if one
 // failed or computed a wrong sum.
-double interleaved(int procs, size_t bytes, size_t piece) {
+double interleaved(int procs, size_t bytes, size_t piece, bool bind) {
   const size_t n = bytes / sizeof(float), step = std::max<size_t>(1, piece / sizeof(float));
   // Every process moves its share of 1 GiB, in whole passes.
   const size_t passes = std::max<size_t>(1, (size_t(1) << 30) / (bytes * procs));
@@ -164,11 +167,17 @@ double interleaved(int procs, size_t bytes, size_t piece) {
   if (shared == MAP_FAILED) return -1;
   auto* ready = new (shared) std::atomic<int>(0);
   auto* go = new (ready + 1) std::atomic<int>(0);
+  const std::vector<int> cpus = bind ? strata::bench::allowedCpus() : std::vector<int>();
   std::vector<pid_t> children;
   for (int p = 0; p < procs; ++p) {
     const pid_t pid = fork();
     if (pid < 0) break;
     if (pid == 0) {
+      if (bind && strata::bench::pinInBlocks(cpus, p, procs) < 0) {
+        std::perror("strata-membw: --bind");
+        ready->fetch_add(1);  // the parent must not wait for it; it reads the failure from the exit status
+        _exit(1);
+      }
       std::vector<float> a(n, 1.0f), b(n, 2.0f), c(n, 0.0f);
       fold(c.data(), a.data(), b.data(), n);
       ready->fetch_add(1);
@@ -201,7 +210,7 @@ int main(int argc, char** argv) {
   size_t bytes = size_t(256) << 20;
   size_t between = 0, yieldEvery = 256 << 10;
   int procs = 0;
-  bool handoffMode = false;
+  bool handoffMode = false, bind = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--bytes") == 0 && i + 1 < argc) {
       bytes = std::strtoull(argv[++i], nullptr, 0);
@@ -213,8 +222,11 @@ int main(int argc, char** argv) {
       procs = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--piece") == 0 && i + 1 < argc) {
       yieldEvery = std::strtoull(argv[++i], nullptr, 0);
+    } else if (std::strcmp(argv[i], "--bind") == 0) {
+      bind = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--handoff [--between N] | --procs P [--piece N]] [--bytes N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--handoff [--between N] | --procs P [--piece N] [--bind]] [--bytes N]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -222,22 +234,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: --bytes must be at least 4096\n", argv[0]);
     return 2;
   }
-  if (procs < 0 || procs > 256 || yieldEvery < 64) {
-    std::fprintf(stderr, "%s: --procs takes 1-256, --piece at least 64\n", argv[0]);
+  if (procs < 0 || procs > 256 || yieldEvery < 64 || (bind && procs == 0)) {
+    std::fprintf(stderr, "%s: --procs takes 1-256, --piece at least 64, --bind only with --procs\n", argv[0]);
     return 2;
   }
   if (procs > 0) {
     std::vector<double> rates;
     for (int rep = 0; rep < 5; ++rep) {
-      const double r = interleaved(procs, bytes, yieldEvery);
+      const double r = interleaved(procs, bytes, yieldEvery, bind);
       if (r < 0) {
         std::fprintf(stderr, "%s: a process failed or folded a wrong sum\n", argv[0]);
         return 1;
       }
       rates.push_back(r);
     }
-    std::printf("# strata-membw --procs: %d processes, %zu KiB per buffer, yielding every %zu KiB, median of 5\n",
-                procs, bytes >> 10, yieldEvery >> 10);
+    std::printf("# strata-membw --procs: %d processes%s, %zu KiB per buffer, yielding every %zu KiB, median of 5\n",
+                procs, bind ? " pinned in blocks" : "", bytes >> 10, yieldEvery >> 10);
     std::printf("%-28s %8.2f GB/s\n", "interleaved c=a+b", median(rates));
     return 0;
   }
