@@ -23,7 +23,8 @@ one from DRAM; the caches' sizes from sysfs):
 strata-sim then predicts each configuration's allreduce with the algorithm
 strata-perf ran (its -A column):
   shm: 2, 4 and 8 ranks on one host (4 and 8 ranks share the 2 cores);
-  tcp: 2 namespaces x 1 rank.
+  tcp: 2 namespaces x 1 rank;
+every rank pinned to a core, and the probes' processes likewise (BIND).
 The VM's two cores move between a near and a far placement, within seconds
 to minutes, and every rate moves with them (bench/README.md). So every
 measurement, rates and strata-perf runs alike, is bracketed by the
@@ -48,6 +49,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from netns import Hosts  # noqa: E402
 
 SIZES = [64 << 10, 1 << 20, 16 << 20]
+# strata-perf's ranks and the probes' processes are pinned to the cores in
+# blocks (bench/pin/pin.h), as mpirun --bind-to core pins ranks. Left to
+# the scheduler, 4 ranks at 1 MiB ran in about 190 us in some launches and
+# 260-380 in others, so a run's median fell wherever its mix of the two
+# did (run medians of 197-296 us in runs U-AC, predicted / median
+# 0.89-1.46 in W-AC); pinned, 178-220 us in 19 of 20 near runs
+# (2026-11-29, runs AD-AF).
+BIND = ["--bind"]
 
 
 def run(cmd, **kw):
@@ -71,13 +80,17 @@ def perf_flags(args, size):
 
 
 def shm_run(args, ranks, size):
-    return perf_rows(run([args.perf, "--ranks", str(ranks)] + perf_flags(args, size)))[size]
+    return perf_rows(run([args.perf, "--ranks", str(ranks)] + BIND + perf_flags(args, size)))[size]
 
 
 def tcp_perf(args, hosts, port, flags):
     """Rank 0's rows of a strata-perf run with `flags`, one rank in each of
-    the two namespaces."""
-    procs = [hosts.popen(h, [args.perf] + flags,
+    the two namespaces, each pinned to a core of its own as BIND pins the
+    shared-memory ranks: unpinned, 2 to 4 of 8 runs at 64 KiB took
+    1.4-4.5 times the others' 33-36 us; pinned, 1 of 8 took 1.5 times
+    (2026-11-29)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    procs = [hosts.popen(h, ["taskset", "-c", str(cpus[h % len(cpus)]), args.perf] + flags,
                          {"RANK": str(h), "WORLD_SIZE": "2", "MASTER_ADDR": hosts.addr[0],
                           "MASTER_PORT": str(port), "STRATA_TRANSPORT": "tcp", "STRATA_TIMEOUT": "120"})
              for h in range(2)]
@@ -213,13 +226,15 @@ def shared_cores(args, procs):
     """The fold rate of `procs` processes that take turns on the cores,
     each yielding after every slot of its own data as oversubscribed ranks
     yield between steps (strata-membw --procs), over that of as many as
-    the cores, at the L3 tier's set (3/8 of the L3 in all). 2026-11-29, the
-    medians of runs W and X's 16 samples: 0.72 for 4 processes on this
-    machine's 2 cores, 0.74 for 8, which the sim's share of a core for each
-    (the rate over the ranks per core) leaves out."""
+    the cores, at the L3 tier's set (3/8 of the L3 in all). 2026-11-29,
+    pinned as strata-perf's ranks (BIND), runs AD-AF's 24 samples: 0.86
+    for 4 processes on this machine's 2 cores (0.82-0.88), 0.84 for 8
+    (0.72-0.91); left to the scheduler 0.72 and 0.74 (0.68-0.95, runs W
+    and X), which the sim's share of a core for each (the rate over the
+    ranks per core) leaves out."""
     def rate(n):
         per_buffer = cache_bytes(3) * 3 // 8 // 3 // n
-        return membw_run(args, ["--procs", str(n), "--bytes", str(per_buffer)], (r"interleaved c=a\+b",))[0]
+        return membw_run(args, ["--procs", str(n), "--bytes", str(per_buffer)] + BIND, (r"interleaved c=a\+b",))[0]
     return rate(procs) / rate(os.cpu_count())
 
 
@@ -227,7 +242,7 @@ def latency_floor(args, ring=None):
     """One cache line's trip between the two cores, or with `ring`
     processes, more than the cores, a hop that waits for the scheduler
     (strata-latency-floor --ring: waiting as strata's ranks then do)."""
-    cmd = [os.path.join(args.build, "bench/kernels/strata-latency-floor")] + (["--ring", str(ring)] if ring else [])
+    cmd = [os.path.join(args.build, "bench/kernels/strata-latency-floor")] + (["--ring", str(ring)] + BIND if ring else [])
     return float(re.search(r"(?:latency_floor|ring_hop)_us ([\d.]+)", run(cmd)).group(1))
 
 
