@@ -654,21 +654,26 @@ int forkRanks(const Options& o) {
   std::fflush(stdout);
   const std::vector<int> cpus = o.bind ? strata::bench::allowedCpus() : std::vector<int>();
   std::vector<pid_t> pids;
+  // The ranks already started would wait for a missing one until
+  // STRATA_TIMEOUT; a rank that cannot start stops them now.
+  auto stopStarted = [&pids]() {
+    for (pid_t started : pids) kill(started, SIGTERM);
+    for (pid_t started : pids) waitpid(started, nullptr, 0);
+    return 1;
+  };
   for (int r = 0; r < o.ranks; ++r) {
+    // Pinned before the fork, so the rank starts on its cpu (its topology
+    // probe reads the mask at init).
+    if (o.bind && strata::bench::pinInBlocks(cpus, r, o.ranks) < 0) {
+      std::fprintf(stderr, "strata-perf: --bind: could not pin rank %d to a cpu: %s\n", r, std::strerror(errno));
+      return stopStarted();
+    }
     pid_t pid = fork();
     if (pid < 0) {
       std::perror("strata-perf: fork");
-      // The ranks already started would wait for the missing ones until
-      // STRATA_TIMEOUT; stop them now.
-      for (pid_t started : pids) kill(started, SIGTERM);
-      for (pid_t started : pids) waitpid(started, nullptr, 0);
-      return 1;
+      return stopStarted();
     }
     if (pid == 0) {
-      if (o.bind && strata::bench::pinInBlocks(cpus, r, o.ranks) < 0) {
-        std::fprintf(stderr, "strata-perf: rank %d: --bind: could not pin to a cpu: %s\n", r, std::strerror(errno));
-        _exit(1);
-      }
       strata_comm_t comm;
       int rc = 1;
       const auto start = std::chrono::steady_clock::now();
@@ -681,6 +686,7 @@ int forkRanks(const Options& o) {
     }
     pids.push_back(pid);
   }
+  if (o.bind) strata::bench::setAffinity(cpus);
   int failed = 0;
   for (int r = 0; r < o.ranks; ++r) {
     int status = 0;

@@ -22,6 +22,14 @@ inline std::vector<int> allowedCpus() {
   return cpus;
 }
 
+// Sets this process's affinity mask to `cpus`; false where that fails.
+inline bool setAffinity(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  return !cpus.empty() && sched_setaffinity(0, sizeof(set), &set) == 0;
+}
+
 // Pins the calling process, the index-th of `count`, to one of `cpus` in
 // blocks: consecutive indexes share a cpu before the next one's, so that a
 // ring's neighbours mostly share a core and only one hop a core crosses
@@ -29,10 +37,7 @@ inline std::vector<int> allowedCpus() {
 inline int pinInBlocks(const std::vector<int>& cpus, int index, int count) {
   if (cpus.empty() || count <= 0) return -1;
   const int cpu = cpus[static_cast<long>(index) * static_cast<long>(cpus.size()) / count];
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  return sched_setaffinity(0, sizeof(one), &one) == 0 ? cpu : -1;
+  return setAffinity({cpu}) ? cpu : -1;
 }
 
 }  // namespace strata::bench
