@@ -24,7 +24,8 @@ strata-sim then predicts each configuration's allreduce with the algorithm
 strata-perf ran (its -A column):
   shm: 2, 4 and 8 ranks on one host (4 and 8 ranks share the 2 cores);
   tcp: 2 namespaces x 1 rank;
-every rank pinned to a core, and the probes' processes likewise (BIND).
+the shared-memory ranks pinned to the cores, and the probes' processes
+likewise (BIND).
 The VM's two cores move between a near and a far placement, within seconds
 to minutes, and every rate moves with them (bench/README.md). So every
 measurement, rates and strata-perf runs alike, is bracketed by the
@@ -85,12 +86,12 @@ def shm_run(args, ranks, size):
 
 def tcp_perf(args, hosts, port, flags):
     """Rank 0's rows of a strata-perf run with `flags`, one rank in each of
-    the two namespaces, each pinned to a core of its own as BIND pins the
-    shared-memory ranks: unpinned, 2 to 4 of 8 runs at 64 KiB took
-    1.4-4.5 times the others' 33-36 us; pinned, 1 of 8 took 1.5 times
-    (2026-11-29)."""
-    cpus = sorted(os.sched_getaffinity(0))
-    procs = [hosts.popen(h, ["taskset", "-c", str(cpus[h % len(cpus)]), args.perf] + flags,
+    the two namespaces, left to the scheduler as a torchrun-style launch
+    leaves them. Pinned one a core (runs AG-AI, 2026-11-29) their 1 MiB
+    allreduce ran faster (a median 445 us against 541 in alternating
+    runs) while sendrecv, the rates' source, did not (544 against 567 us
+    at 1 MiB), and tcp at 1 MiB came out 1.30-1.50 times its median."""
+    procs = [hosts.popen(h, [args.perf] + flags,
                          {"RANK": str(h), "WORLD_SIZE": "2", "MASTER_ADDR": hosts.addr[0],
                           "MASTER_PORT": str(port), "STRATA_TRANSPORT": "tcp", "STRATA_TIMEOUT": "120"})
              for h in range(2)]
