@@ -40,7 +40,6 @@
 // measurement runs the kernel over the same buffers until it has moved
 // 256 MiB per thread, so the buffers stay resident and starting the threads
 // is a small part of the time.
-#include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -120,10 +119,7 @@ HandoffRates handoff(size_t bytes, size_t between) {
   onTwoThreads([&](int i) {
     // One thread per core, as two spinning ranks end up: left to the
     // scheduler, both threads now and then share a core for a while.
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(i, &one);
-    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    strata::bench::setAffinity({i});
     for (int kind = 0; kind < 2; ++kind)
       for (size_t r = 0; r < rounds; ++r) {
         double start = seconds();

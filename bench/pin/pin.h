@@ -22,7 +22,8 @@ inline std::vector<int> allowedCpus() {
   return cpus;
 }
 
-// Sets this process's affinity mask to `cpus`; false where that fails.
+// Sets the calling thread's affinity mask to `cpus` (a process's, before
+// it starts threads; what it forks inherits it); false where that fails.
 inline bool setAffinity(const std::vector<int>& cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -30,10 +31,11 @@ inline bool setAffinity(const std::vector<int>& cpus) {
   return !cpus.empty() && sched_setaffinity(0, sizeof(set), &set) == 0;
 }
 
-// Pins the calling process, the index-th of `count`, to one of `cpus` in
-// blocks: consecutive indexes share a cpu before the next one's, so that a
-// ring's neighbours mostly share a core and only one hop a core crosses
-// between cores. Returns the cpu, or -1 where the mask could not be set.
+// Pins the calling thread, the index-th of `count` processes, to one of
+// `cpus` in blocks: consecutive indexes share a cpu before the next one's,
+// so that a ring's neighbours mostly share a core and only one hop a core
+// crosses between cores. Returns the cpu, or -1 where the mask could not
+// be set.
 inline int pinInBlocks(const std::vector<int>& cpus, int index, int count) {
   if (cpus.empty() || count <= 0) return -1;
   const int cpu = cpus[static_cast<long>(index) * static_cast<long>(cpus.size()) / count];

@@ -223,27 +223,27 @@ def l3_shares(sweep, l3_fold, dram_fold):
     return shares
 
 
-def shared_cores(args, procs):
+def procs_fold(args, procs):
     """The fold rate of `procs` processes that take turns on the cores,
     each yielding after every slot of its own data as oversubscribed ranks
-    yield between steps (strata-membw --procs), over that of as many as
-    the cores, at the L3 tier's set (3/8 of the L3 in all). 2026-11-29,
-    pinned as strata-perf's ranks (BIND), runs AD-AF's 24 samples: 0.86
-    for 4 processes on this machine's 2 cores (0.82-0.88), 0.84 for 8
-    (0.72-0.91); left to the scheduler 0.72 and 0.74 (0.68-0.95, runs W
-    and X), which the sim's share of a core for each (the rate over the
-    ranks per core) leaves out."""
-    def rate(n):
-        per_buffer = cache_bytes(3) * 3 // 8 // 3 // n
-        return membw_run(args, ["--procs", str(n), "--bytes", str(per_buffer)] + BIND, (r"interleaved c=a\+b",))[0]
-    return rate(procs) / rate(os.cpu_count())
+    yield between steps (strata-membw --procs), at the L3 tier's set (3/8
+    of the L3 in all). Over the rate of as many as the cores, the share
+    that shared cores keep: 2026-11-29, pinned as strata-perf's ranks
+    (BIND), runs AD-AF's 24 samples: 0.86 for 4 processes on this
+    machine's 2 cores (0.82-0.88), 0.84 for 8 (0.72-0.91); left to the
+    scheduler 0.72 and 0.74 (0.68-0.95, runs W and X), which the sim's
+    share of a core for each (the rate over the ranks per core) leaves
+    out."""
+    per_buffer = cache_bytes(3) * 3 // 8 // 3 // procs
+    return membw_run(args, ["--procs", str(procs), "--bytes", str(per_buffer)] + BIND, (r"interleaved c=a\+b",))[0]
 
 
 def latency_floor(args, ring=None):
     """One cache line's trip between the two cores, or with `ring`
     processes, more than the cores, a hop that waits for the scheduler
     (strata-latency-floor --ring: waiting as strata's ranks then do)."""
-    cmd = [os.path.join(args.build, "bench/kernels/strata-latency-floor")] + (["--ring", str(ring)] + BIND if ring else [])
+    cmd = [os.path.join(args.build, "bench/kernels/strata-latency-floor")]
+    cmd += (["--ring", str(ring)] + BIND) if ring else []
     return float(re.search(r"(?:latency_floor|ring_hop)_us ([\d.]+)", run(cmd)).group(1))
 
 
@@ -285,7 +285,7 @@ def model_flags(kind, ranks, size, r, handoffs=True):
         flags += ["--handoff", "%.3f,%.3f,%.3f" % rates(dram)[2:]]
     # Ranks beyond the cores share them (the sim divides a rank's rates by
     # the ranks per core), and from the caches they fold slower still:
-    # shared_cores.
+    # procs_fold.
     shared = r["shared"].get(ranks, 1.0) if kind == "shm" and ranks > os.cpu_count() else 1.0
     for t in caches:
         flags += ["--cache", ",".join(["%d" % t["cache"]] + ["%.3f" % (x * shared) for x in rates(t)])]
@@ -312,8 +312,9 @@ def bracketed(args, measure):
 
 def memory_sample(args):
     more = [ranks for _, ranks in CONFIGS if ranks > os.cpu_count()]
+    base = procs_fold(args, os.cpu_count()) if more else None
     return {"tiers": memory_rates(args), "ring": {ranks: latency_floor(args, ranks) for ranks in more},
-            "shared": {ranks: shared_cores(args, ranks) for ranks in more}}
+            "shared": {ranks: procs_fold(args, ranks) / base for ranks in more}}
 
 
 def repeat(args, hosts, i, samples, runs):
