@@ -4,9 +4,9 @@
 // buffers keep working (with a pre-multiplier too, checked against a
 // double-precision reference), and nothing hangs.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "multiproc.h"
@@ -16,12 +16,11 @@ namespace strata::test {
 namespace {
 
 // A pointer to memory this process does not map: what a device pointer is
-// to a process without a GPU.
-void* unmappedPage() {
-  void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  munmap(p, 4096);
-  return p;
-}
+// to a process without a GPU. The last page of the address space belongs to
+// the kernel on every 64-bit Linux, so no mapping here can ever cover it; a
+// page mmapped and then unmapped could be handed out again, to an allocation
+// on the communicator's own threads, before the call looked at it.
+void* unmappedPage() { return reinterpret_cast<void*>(UINTPTR_MAX & ~uintptr_t{4095}); }
 
 TEST(StreamApi, WithoutAGpuStreamsFailCleanlyAndHostBuffersWork) {
   auto outcomes = runRanks(2, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
