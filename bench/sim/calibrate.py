@@ -35,7 +35,9 @@ medians of its own rates and meets the median of its own runs. Needs root
 (namespaces). Keep the machine otherwise idle while it runs.
 --replay LOG measures nothing: it reads the rates and strata-perf times of
 a run this script printed and predicts those with the sim given, to try a
-model on old runs.
+model on old runs. --sizes and --transports measure other rows than
+bench/README.md's (sizes the model was not tuned on, one transport alone),
+and a replay predicts whichever rows its log holds.
 """
 import argparse
 import csv
@@ -49,7 +51,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from netns import Hosts  # noqa: E402
 
-SIZES = [64 << 10, 1 << 20, 16 << 20]
+SIZES = [64 << 10, 1 << 20, 16 << 20]  # --sizes' default: the rows bench/README.md reports
 # strata-perf's ranks and the probes' processes are pinned to the cores in
 # blocks (bench/pin/pin.h), as mpirun --bind-to core pins ranks. Left to
 # the scheduler, 4 ranks at 1 MiB ran in about 190 us in some launches and
@@ -73,6 +75,12 @@ def perf_rows(text):
             continue
         rows[int(f[0])] = (float(f[5]), f[13].split("/")[0])
     return rows
+
+
+def parse_size(text):
+    """Bytes from 65536, 64K or 1M."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1].upper()] if text[-1].upper() in units else int(text)
 
 
 def perf_flags(args, size):
@@ -127,11 +135,14 @@ def net_sample(args, hosts, i):
     exchange written for this 1.02-1.82, against sendrecv's 0.96-1.95 at
     16 MiB, and strata's 16 MiB allreduce ran faster than either rate
     allows; the difference was not found."""
-    flags = ["sendrecv", "-b", str(NET_SMALL[0]), "-e", str(SIZES[-1]), "-f", "4",
-             "-n", str(args.iters), "-w", str(max(3, args.iters // 10)), "-A", "-c", "0"]
-    rows = tcp_perf(args, hosts, 29900 + i % 50, flags)
+    timing = ["-n", str(args.iters), "-w", str(max(3, args.iters // 10)), "-A", "-c", "0"]
+    rows = tcp_perf(args, hosts, 29900 + i % 50, ["sendrecv", "-b", str(NET_SMALL[0]), "-e", str(max(args.sizes)),
+                                                  "-f", "4"] + timing)
+    for s in args.sizes:  # a size between the sweep's powers of 4, on its own
+        if s not in rows:
+            rows.update(tcp_perf(args, hosts, 29900 + i % 50, ["sendrecv", "-b", str(s), "-e", str(s)] + timing))
     lat = statistics.median(rows[s][0] for s in NET_SMALL)
-    return {"net_lat": lat, "net_gbps": {s: s / (max(rows[s][0] - lat, rows[s][0] / 10) * 1e3) for s in SIZES}}
+    return {"net_lat": lat, "net_gbps": {s: s / (max(rows[s][0] - lat, rows[s][0] / 10) * 1e3) for s in args.sizes}}
 
 
 def cache_bytes(level):
@@ -311,7 +322,7 @@ def bracketed(args, measure):
 
 
 def memory_sample(args):
-    more = [ranks for _, ranks in CONFIGS if ranks > os.cpu_count()]
+    more = [ranks for _, ranks in args.configs if ranks > os.cpu_count()]
     base = procs_fold(args, os.cpu_count()) if more else None
     return {"tiers": memory_rates(args), "ring": {ranks: latency_floor(args, ranks) for ranks in more},
             "shared": {ranks: procs_fold(args, ranks) / base for ranks in more}}
@@ -325,7 +336,10 @@ def repeat(args, hosts, i, samples, runs):
     it ran in, and the model's rates for a placement are the medians of the
     samples taken in it (None: discarded)."""
     print("repeat %d: load average %.2f %.2f %.2f" % ((i + 1,) + os.getloadavg()))
-    for name, measure in (("memory", lambda: memory_sample(args)), ("net", lambda: net_sample(args, hosts, i))):
+    measures = [("memory", lambda: memory_sample(args))]
+    if hosts:
+        measures.append(("net", lambda: net_sample(args, hosts, i)))
+    for name, measure in measures:
         sample, where = bracketed(args, measure)
         samples[name].setdefault(where, []).append(sample)
         if name == "memory":
@@ -344,8 +358,8 @@ def repeat(args, hosts, i, samples, runs):
             print("  tcp, cores %s: %.1f us one way; each way with both at once: %s GB/s (strata-perf sendrecv)"
                   % (where, sample["net_lat"],
                      ", ".join("%d KiB %.2f" % (size >> 10, g) for size, g in sample["net_gbps"].items())))
-    for kind, ranks in CONFIGS:
-        for size in SIZES:
+    for kind, ranks in args.configs:
+        for size in args.sizes:
             measure = (lambda: tcp_run(args, hosts, i * 10 + len(runs), size)) if kind == "tcp" else \
                 (lambda: shm_run(args, ranks, size))
             (us, algo), where = bracketed(args, measure)
@@ -383,15 +397,18 @@ def median_rates(memory, net, floors):
     for t in tiers:
         if "sweep" in t:
             t["shares"] = l3_shares(t.pop("sweep"), t["fold"], tiers[-1]["fold"])
-    return {"tiers": tiers, "ring": {n: med([m["ring"][n] for m in memory]) for n in memory[0]["ring"]},
-            "shared": {n: med([m["shared"][n] for m in memory]) for n in memory[0].get("shared", {})},
-            "floor": med(floors), "net_gbps": {s: med([x["net_gbps"][s] for x in net]) for s in SIZES},
-            "net_lat": med([x["net_lat"] for x in net])}
+    r = {"tiers": tiers, "ring": {n: med([m["ring"][n] for m in memory]) for n in memory[0]["ring"]},
+         "shared": {n: med([m["shared"][n] for m in memory]) for n in memory[0].get("shared", {})},
+         "floor": med(floors)}
+    if net:  # none where no tcp configuration ran (--transports shm)
+        r.update(net_gbps={s: med([x["net_gbps"][s] for x in net]) for s in net[0]["net_gbps"]},
+                 net_lat=med([x["net_lat"] for x in net]))
+    return r
 
 
 def measure_all(args):
     samples, runs, floors = {"memory": {}, "net": {}}, {}, {}
-    hosts = Hosts(2, tag="strsim")
+    hosts = Hosts(2, tag="strsim") if any(kind == "tcp" for kind, _ in args.configs) else None
     try:
         for i in range(args.repeat):
             repeat(args, hosts, i, samples, runs)
@@ -399,7 +416,8 @@ def measure_all(args):
             add_floors(floors, fs)
             print("  placement probe: %s us (strata-latency-floor)" % " ".join("%.3f" % f for f in fs))
     finally:
-        hosts.close()
+        if hosts:
+            hosts.close()
     return samples, runs, floors
 
 
@@ -472,10 +490,17 @@ def main():
     p.add_argument("--repeat", type=int, default=8, help="repeats, each measuring the rates and every configuration")
     p.add_argument("--replay", metavar="LOG", help="measure nothing: predict a log this script printed (one run's "
                    "section of docs/sim/calibration.txt) with the sim given")
+    p.add_argument("--sizes", type=lambda v: [parse_size(x) for x in v.split(",")], default=SIZES,
+                   help="allreduce sizes to measure, e.g. 1M,2M,3M (default 64K,1M,16M)")
+    p.add_argument("--transports", type=lambda v: v.split(","), default=["shm", "tcp"],
+                   help="configurations to measure: shm (2, 4 and 8 ranks), tcp (2 namespaces); default both")
     p.add_argument("--holds", type=float, metavar="MIB", help="with --replay, for a log from before calibrate.py "
                    "measured the L3's shares: the MiB of a set it holds whole (a larger set, that over its size)")
     args = p.parse_args()
     args.perf = os.path.join(args.build, "bench/strata-perf")
+    if set(args.transports) - {"shm", "tcp"}:
+        p.error("--transports takes shm, tcp or both, not %s" % ",".join(args.transports))
+    args.configs = [c for c in CONFIGS if c[0] in args.transports]
 
     if args.replay:
         samples, runs, floors = parse_log(open(args.replay).read())
@@ -487,26 +512,23 @@ def main():
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for where in ("near", "far"):
         memory, net = samples["memory"].get(where), samples["net"].get(where)
-        if not memory or not net or where not in runs:
+        if not memory or where not in runs or (not net and any(kind == "tcp" for kind, _, _ in runs[where])):
             print("| %s | no rates or runs in this placement |  |  |  |  |  |  |  |  |  |  |" % where)
             continue
         # The hop's latency: the probes taken between repeats in this placement.
         r = median_rates(memory, net, floors.get(where) or [0.07 if where == "near" else 0.35])
         if args.holds:
             r["tiers"][-2].setdefault("shares", [(args.holds * (1 << 20), 1.0)])
-        for kind, ranks in CONFIGS:
-            for size in SIZES:
-                got = runs[where].get((kind, ranks, size))
-                if not got:
-                    continue
-                times = sorted(us for us, _ in got)
-                algo = got[0][1]
-                us = statistics.median(times)
-                pred = predict(args, kind, ranks, algo, size, model_flags(kind, ranks, size, r))
-                plain = predict(args, kind, ranks, algo, size, model_flags(kind, ranks, size, r, handoffs=False))
-                print("| %s | %s | %d | %d KiB | %s | %d | %.1f | %.2f | %.1f | %.2f | %d of %d | %.2f |"
-                      % (where, kind, ranks, size >> 10, algo, len(times), us, times[-1] / times[0], pred, pred / us,
-                         sum(0.75 <= pred / t <= 1.25 for t in times), len(times), plain / us))
+        for kind, ranks, size in sorted(runs[where], key=lambda k: (CONFIGS.index(k[:2]), k[2])):
+            got = runs[where][(kind, ranks, size)]
+            times = sorted(us for us, _ in got)
+            algo = got[0][1]
+            us = statistics.median(times)
+            pred = predict(args, kind, ranks, algo, size, model_flags(kind, ranks, size, r))
+            plain = predict(args, kind, ranks, algo, size, model_flags(kind, ranks, size, r, handoffs=False))
+            print("| %s | %s | %d | %d KiB | %s | %d | %.1f | %.2f | %.1f | %.2f | %d of %d | %.2f |"
+                  % (where, kind, ranks, size >> 10, algo, len(times), us, times[-1] / times[0], pred, pred / us,
+                     sum(0.75 <= pred / t <= 1.25 for t in times), len(times), plain / us))
 
 
 if __name__ == "__main__":
