@@ -33,7 +33,8 @@ double NetModel::Cache::shareOf(double set) const {
   return shares.back().second * shares.back().first / set;
 }
 
-NetModel NetModel::forWorkingSet(double perRankBytes, double handoffBytes, int ranksSharing) const {
+NetModel NetModel::forWorkingSet(double perRankBytes, double handoffBytes, double refillBytes,
+                                 int ranksSharing) const {
   NetModel m = *this;
   if (caches.empty()) return m;
   // The smallest cache that holds the set, else the largest, for its share.
@@ -50,8 +51,10 @@ NetModel NetModel::forWorkingSet(double perRankBytes, double handoffBytes, int r
   m.outputGBps = blend(hit, plain->copyGBps, outputGBps > 0 ? outputGBps : shm.gbps);
   m.inputGBps = blend(hit, plain->copyGBps, inputGBps > 0 ? inputGBps : shm.gbps);
   m.reduceGBps = blend(hit, plain->foldGBps, reduceGBps);
+  double refillHit;
+  const Cache* refilled = tier(refillBytes * ranksSharing, &refillHit);
   const Cache* slots = tier(handoffBytes * ranksSharing, &hit);
-  m.handoff = {blend(hit, slots->handoff.writeGBps, handoff.writeGBps),
+  m.handoff = {blend(refillHit, refilled->handoff.writeGBps, handoff.writeGBps),
                blend(hit, slots->handoff.copyOutGBps, handoff.copyOutGBps),
                blend(hit, slots->handoff.foldGBps, handoff.foldGBps)};
   return m;

@@ -26,10 +26,13 @@
 // next touches slots alone.
 // Memory rates follow the working set, for the whole play: the plain copy
 // and fold rates that of a rank's input, output and the slots it writes,
-// the hand-off rates that of the slots and the input and output a rank
-// streams between two fills of one slot (a FIFO a few slots deep that its
-// receiver empties as it fills, so it stays in the L3 while the buffers
-// stream from DRAM, but not in an L2 that the buffers pass through). NetModel::caches holds each cache's rates.
+// the hand-off's copy-out and fold rates that of the slots and the input
+// and output a rank streams between two fills of one slot (a FIFO a few
+// slots deep that its receiver empties as it fills, so it stays in the L3
+// while the buffers stream from DRAM, but not in an L2 that the buffers
+// pass through), and its write rate, a slot's refill, the larger of that
+// and the rank's whole set while the buffers too stay in the caches
+// (sweep.cc, atWorkingSet). NetModel::caches holds each cache's rates.
 // A set past the smaller caches gets the largest's rates for the share of
 // its bytes that cache holds and DRAM's for the rest (Cache::shares): on
 // this machine the VM's two cores hold a part of the host's 32 MiB L3 that
@@ -113,11 +116,14 @@ struct NetModel {
 
   // This model with shm.gbps and reduceGBps (and outputGBps and inputGBps:
   // the cache's copy rate) from the smallest cache that holds
-  // `perRankBytes` for each of `ranksSharing` ranks, and handoff from the
-  // smallest that holds `handoffBytes` (the slots' reuse distance) for
-  // each; where none does, blended from the largest's and the rates above
-  // (DRAM's) by the share of the set it holds.
-  NetModel forWorkingSet(double perRankBytes, double handoffBytes, int ranksSharing) const;
+  // `perRankBytes` for each of `ranksSharing` ranks, handoff's copy-out and
+  // fold rates from the smallest that holds `handoffBytes` (the slots'
+  // reuse distance) for each, and its write rate from the smallest that
+  // holds `refillBytes` (what decides whether a slot's lines are still
+  // cached when it is refilled); where none does, blended from the
+  // largest's and the rates above (DRAM's) by the share of the set it
+  // holds.
+  NetModel forWorkingSet(double perRankBytes, double handoffBytes, double refillBytes, int ranksSharing) const;
 };
 
 // The link state of one play: when each resource is next free.

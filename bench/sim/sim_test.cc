@@ -50,17 +50,31 @@ TEST(Sim, WorkingSetRatesBlendPastTheLargestCache) {
   m.reduceGBps = 5;
   m.handoff = {8, 8, 4};
   m.caches = {{4e6, 40, 20, {30, 30, 15}}};
-  const NetModel held = m.forWorkingSet(1e6, 1e6, 2);
+  const NetModel held = m.forWorkingSet(1e6, 1e6, 1e6, 2);
   EXPECT_DOUBLE_EQ(held.shm.gbps, 40);
   EXPECT_DOUBLE_EQ(held.reduceGBps, 20);
   EXPECT_DOUBLE_EQ(held.handoff.writeGBps, 30);
-  const NetModel half = m.forWorkingSet(4e6, 4e6, 2);
+  const NetModel half = m.forWorkingSet(4e6, 4e6, 4e6, 2);
   auto harmonic = [](double a, double b) { return 1 / (0.5 / a + 0.5 / b); };
   EXPECT_NEAR(half.shm.gbps, harmonic(40, 10), 1e-9);
   EXPECT_NEAR(half.outputGBps, harmonic(40, 10), 1e-9);
   EXPECT_NEAR(half.reduceGBps, harmonic(20, 5), 1e-9);
   EXPECT_NEAR(half.handoff.writeGBps, harmonic(30, 8), 1e-9);
   EXPECT_NEAR(half.handoff.foldGBps, harmonic(15, 4), 1e-9);
+}
+
+// A slot refilled past the cache's share of the refill set writes at the
+// blended rate while its receiver still copies and folds it at the
+// cache's rates: the two sides take different sets (sweep.cc says why).
+TEST(Sim, RefillSetDecidesOnlyTheHandoffWrite) {
+  NetModel m;
+  m.handoff = {8, 8, 4};
+  m.caches = {{4e6, 40, 20, {30, 30, 15}}};
+  const NetModel r = m.forWorkingSet(1e6, 1e6, 4e6, 2);
+  EXPECT_NEAR(r.handoff.writeGBps, 1 / (0.5 / 30 + 0.5 / 8), 1e-9);
+  EXPECT_DOUBLE_EQ(r.handoff.copyOutGBps, 30);
+  EXPECT_DOUBLE_EQ(r.handoff.foldGBps, 15);
+  EXPECT_DOUBLE_EQ(r.shm.gbps, 40);
 }
 
 // Measured shares: interpolated between two points, the first's below
@@ -75,8 +89,8 @@ TEST(Sim, CacheSharesInterpolateAndFallPastTheLast) {
   NetModel m;
   m.shm.gbps = 10;
   m.caches = {{2e6, 80, 40, {}, {}}, l3};
-  EXPECT_DOUBLE_EQ(m.forWorkingSet(1e6, 1e6, 2).shm.gbps, 80);
-  EXPECT_NEAR(m.forWorkingSet(14e6, 14e6, 2).shm.gbps, 1 / (0.7 / 40 + 0.3 / 10), 1e-9);
+  EXPECT_DOUBLE_EQ(m.forWorkingSet(1e6, 1e6, 1e6, 2).shm.gbps, 80);
+  EXPECT_NEAR(m.forWorkingSet(14e6, 14e6, 14e6, 2).shm.gbps, 1 / (0.7 / 40 + 0.3 / 10), 1e-9);
 }
 
 // Recursive doubling on 2 ranks, 3 chunks each way, 2 slots per FIFO. Each

@@ -171,8 +171,27 @@ double reuseCalls(const AllreduceAlgorithm& algo, const Scenario& sc, const Layo
 // From ntBytes on, the output is written with non-temporal stores that
 // pass the caches by, and only the input shares them with the slots: 8
 // ranks at 16 MiB on this machine ran at the L3's hand-off rates (14.1 ms;
-// 27.9 predicted from DRAM's). The plays at smaller counts that an
-// extrapolation runs keep the real count's rates.
+// 27.9 predicted from DRAM's).
+// A slot's receiver copies or folds lines its sender has just written, so
+// the reuse distance decides those rates; but refilling a slot writes
+// lines last touched that distance ago, and below ntBytes, where the
+// buffers too come back every call, the L3 (the host's, shared with other
+// guests) keeps of the slots no more than it keeps of the whole set: the
+// refill goes at the share of the larger of the two. 2026-11-29: 8 ranks
+// at 1 MiB out of place ran 1.4 times in place (623-701 against 441-463
+// us) at reuse distances of 17.1 and 12.6 MiB on the node, both held;
+// predicted from the reuse distance alone 0.70-0.79 of strata's median in
+// runs AD-AN, with the refill 0.81-0.87; two size sweeps past the
+// calibration rows (256 KiB-6 MiB at 2, 4 and 8 ranks) went from 13 of 16
+// and 12 of 15 within 25% to 16 and 13, and a third, measured after, at
+// sizes neither had, from 10 to 12 of 12. Taking the copy-outs and folds at
+// the larger set too put those sweeps at 7 of 15 (up to 1.60 at 6 MiB):
+// what is read just after it is written stays cached whatever the set
+// (docs/sim/calibration.txt, runs AN-AP). From ntBytes on the buffers
+// stream once a call past the caches, and the refills ran at the reuse
+// distance's rates (8 ranks at 16 MiB above).
+// The plays at smaller counts that an extrapolation runs keep the real
+// count's rates.
 Scenario atWorkingSet(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, uint64_t bytes,
                       int nch) {
   Scenario s = sc;
@@ -182,7 +201,9 @@ Scenario atWorkingSet(const AllreduceAlgorithm& algo, const Scenario& sc, const 
   const double streamed = bytes >= sc.ntBytes ? 1.0 : 2.0;  // input (and output) through the caches
   uint64_t sent = 0;
   const double calls = reuseCalls(algo, sc, layout, bytes / kElem, nch, &sent);
-  s.model = sc.model.forWorkingSet(2.0 * bytes + written, calls * (streamed * bytes + sent), sc.topo.ranksPerNode);
+  const double plain = 2.0 * bytes + written, reuse = calls * (streamed * bytes + sent);
+  const double refill = bytes < sc.ntBytes ? std::max(reuse, plain) : reuse;
+  s.model = sc.model.forWorkingSet(plain, reuse, refill, sc.topo.ranksPerNode);
   return s;
 }
 
