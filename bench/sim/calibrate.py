@@ -408,7 +408,7 @@ def median_rates(memory, net, floors):
 
 def measure_all(args):
     samples, runs, floors = {"memory": {}, "net": {}}, {}, {}
-    hosts = Hosts(2, tag="strsim") if any(kind == "tcp" for kind, _ in args.configs) else None
+    hosts = Hosts(2, tag="strsim") if "tcp" in args.transports else None
     try:
         for i in range(args.repeat):
             repeat(args, hosts, i, samples, runs)
