@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <new>
+#include <random>
 #include <string>
 
 namespace strata::test {
@@ -30,17 +31,29 @@ T* sharedPage() {
   return new (p) T();
 }
 
-// A loopback port nobody listens on right now.
+// A port nobody has bound right now, from below the kernel's ephemeral
+// range (ip_local_port_range). A port the kernel picks (bind to port 0)
+// comes from that range, and any process alongside may be handed the same
+// one for an outgoing connection before rank 0 listens on it: intruders'
+// rank 0 met "Address already in use" so in a CI run (2026-11-29). Below the
+// range only an explicit bind takes a port, and the pick is random.
 inline int freePort() {
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  close(s);
-  return ntohs(a.sin_port);
+  int ephemeral = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral;
+  const int first = ephemeral > 11024 ? 10000 : 1024;
+  static std::mt19937 pick(std::random_device{}());
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int port = first + static_cast<int>(pick() % static_cast<unsigned>(ephemeral - first));
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    const bool taken = bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0;
+    close(s);
+    if (!taken) return port;
+  }
+  return -1;  // every pick taken: the init that uses it fails, naming MASTER_PORT
 }
 
 // A whole file's text ("" if it cannot be read).
