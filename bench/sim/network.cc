@@ -33,30 +33,30 @@ double NetModel::Cache::shareOf(double set) const {
   return shares.back().second * shares.back().first / set;
 }
 
-NetModel NetModel::forWorkingSet(double perRankBytes, double handoffBytes, double refillBytes,
-                                 int ranksSharing) const {
+NetModel NetModel::forWorkingSet(double perRankBytes, SlotSets slots, int ranksSharing) const {
   NetModel m = *this;
   if (caches.empty()) return m;
-  // The smallest cache that holds the set, else the largest, for its share.
-  auto tier = [&](double set, double* hit) {
+  // The smallest cache that holds what passes, else the largest, for its
+  // share of what it must hold.
+  auto tier = [&](double passed, double held, double* hit) {
     *hit = 1.0;
     for (size_t i = 0; i + 1 < caches.size(); ++i)
-      if (set <= caches[i].bytes) return &caches[i];
-    *hit = caches.back().shareOf(set);
+      if (passed * ranksSharing <= caches[i].bytes) return &caches[i];
+    *hit = caches.back().shareOf(held * ranksSharing);
     return &caches.back();
   };
   double hit;
-  const Cache* plain = tier(perRankBytes * ranksSharing, &hit);
+  const Cache* plain = tier(perRankBytes, perRankBytes, &hit);
   m.shm.gbps = blend(hit, plain->copyGBps, shm.gbps);
   m.outputGBps = blend(hit, plain->copyGBps, outputGBps > 0 ? outputGBps : shm.gbps);
   m.inputGBps = blend(hit, plain->copyGBps, inputGBps > 0 ? inputGBps : shm.gbps);
   m.reduceGBps = blend(hit, plain->foldGBps, reduceGBps);
   double refillHit;
-  const Cache* refilled = tier(refillBytes * ranksSharing, &refillHit);
-  const Cache* slots = tier(handoffBytes * ranksSharing, &hit);
+  const Cache* refilled = tier(slots.passed, slots.refill, &refillHit);
+  const Cache* read = tier(slots.passed, slots.read, &hit);
   m.handoff = {blend(refillHit, refilled->handoff.writeGBps, handoff.writeGBps),
-               blend(hit, slots->handoff.copyOutGBps, handoff.copyOutGBps),
-               blend(hit, slots->handoff.foldGBps, handoff.foldGBps)};
+               blend(hit, read->handoff.copyOutGBps, handoff.copyOutGBps),
+               blend(hit, read->handoff.foldGBps, handoff.foldGBps)};
   return m;
 }
 

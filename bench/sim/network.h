@@ -25,14 +25,12 @@
 // copy out writes the output. One that copies a received slot on to the
 // next touches slots alone.
 // Memory rates follow the working set, for the whole play: the plain copy
-// and fold rates that of a rank's input, output and the slots it writes,
-// the hand-off's copy-out and fold rates that of the slots and the input
-// and output a rank streams between two fills of one slot (a FIFO a few
-// slots deep that its receiver empties as it fills, so it stays in the L3
-// while the buffers stream from DRAM, but not in an L2 that the buffers
-// pass through), and its write rate, a slot's refill, the larger of that
-// and the rank's whole set while the buffers too stay in the caches
-// (sweep.cc, atWorkingSet). NetModel::caches holds each cache's rates.
+// and fold rates that of a rank's input, output and the slots it writes;
+// the hand-off's rates those of the cache the slot's lines are in, a
+// smaller one while what streams through it between two fills of the slot
+// fits there, else the largest for the share it holds of the distinct
+// bytes it must keep (NetModel::SlotSets; sweep.cc, atWorkingSet, says
+// which). NetModel::caches holds each cache's rates.
 // A set past the smaller caches gets the largest's rates for the share of
 // its bytes that cache holds and DRAM's for the rest (Cache::shares): on
 // this machine the VM's two cores hold a part of the host's 32 MiB L3 that
@@ -114,16 +112,24 @@ struct NetModel {
   };
   std::vector<Cache> caches;  // smallest first; none: every buffer from DRAM
 
+  // The sets that decide where a slot's lines are when a hand-off touches
+  // them, per rank: a smaller cache serves them while it holds `passed`,
+  // the bytes that stream through it between two fills of the slot (then
+  // the slot has not left it); past those, the largest serves the share of
+  // the set it must hold, `read` for the copy-outs and folds and `refill`
+  // for the slot writes (sweep.cc, atWorkingSet, says which sets).
+  struct SlotSets {
+    double passed;
+    double read;
+    double refill;
+  };
   // This model with shm.gbps and reduceGBps (and outputGBps and inputGBps:
   // the cache's copy rate) from the smallest cache that holds
-  // `perRankBytes` for each of `ranksSharing` ranks, handoff's copy-out and
-  // fold rates from the smallest that holds `handoffBytes` (the slots'
-  // reuse distance) for each, and its write rate from the smallest that
-  // holds `refillBytes` (what decides whether a slot's lines are still
-  // cached when it is refilled); where none does, blended from the
-  // largest's and the rates above (DRAM's) by the share of the set it
+  // `perRankBytes` for each of `ranksSharing` ranks, and handoff's rates
+  // from the cache `slots` give; where none holds a set, blended from the
+  // largest's and the rates above (DRAM's) by the share of it the largest
   // holds.
-  NetModel forWorkingSet(double perRankBytes, double handoffBytes, double refillBytes, int ranksSharing) const;
+  NetModel forWorkingSet(double perRankBytes, SlotSets slots, int ranksSharing) const;
 };
 
 // The link state of one play: when each resource is next free.

@@ -50,11 +50,11 @@ TEST(Sim, WorkingSetRatesBlendPastTheLargestCache) {
   m.reduceGBps = 5;
   m.handoff = {8, 8, 4};
   m.caches = {{4e6, 40, 20, {30, 30, 15}}};
-  const NetModel held = m.forWorkingSet(1e6, 1e6, 1e6, 2);
+  const NetModel held = m.forWorkingSet(1e6, {1e6, 1e6, 1e6}, 2);
   EXPECT_DOUBLE_EQ(held.shm.gbps, 40);
   EXPECT_DOUBLE_EQ(held.reduceGBps, 20);
   EXPECT_DOUBLE_EQ(held.handoff.writeGBps, 30);
-  const NetModel half = m.forWorkingSet(4e6, 4e6, 4e6, 2);
+  const NetModel half = m.forWorkingSet(4e6, {4e6, 4e6, 4e6}, 2);
   auto harmonic = [](double a, double b) { return 1 / (0.5 / a + 0.5 / b); };
   EXPECT_NEAR(half.shm.gbps, harmonic(40, 10), 1e-9);
   EXPECT_NEAR(half.outputGBps, harmonic(40, 10), 1e-9);
@@ -70,11 +70,28 @@ TEST(Sim, RefillSetDecidesOnlyTheHandoffWrite) {
   NetModel m;
   m.handoff = {8, 8, 4};
   m.caches = {{4e6, 40, 20, {30, 30, 15}}};
-  const NetModel r = m.forWorkingSet(1e6, 1e6, 4e6, 2);
+  const NetModel r = m.forWorkingSet(1e6, {1e6, 1e6, 4e6}, 2);
   EXPECT_NEAR(r.handoff.writeGBps, 1 / (0.5 / 30 + 0.5 / 8), 1e-9);
   EXPECT_DOUBLE_EQ(r.handoff.copyOutGBps, 30);
   EXPECT_DOUBLE_EQ(r.handoff.foldGBps, 15);
   EXPECT_DOUBLE_EQ(r.shm.gbps, 40);
+}
+
+// A slot stays in a smaller cache while what passes between two fills
+// fits there, whatever the set: past it, the largest serves the share of
+// what it must hold, the refill's and the reads' each their own.
+TEST(Sim, SlotsLeaveTheSmallerCacheByWhatPassesAndTheLargestByWhatItHolds) {
+  NetModel m;
+  m.handoff = {8, 8, 4};
+  m.caches = {{2e6, 80, 40, {9, 41, 28}}, {32e6, 40, 20, {30, 30, 15}, {{16e6, 1.0}, {24e6, 0.8}, {32e6, 0.6}}}};
+  const NetModel inL2 = m.forWorkingSet(1e6, {0.5e6, 12e6, 12e6}, 2);
+  EXPECT_DOUBLE_EQ(inL2.handoff.writeGBps, 9);
+  EXPECT_DOUBLE_EQ(inL2.handoff.copyOutGBps, 41);
+  const NetModel inL3 = m.forWorkingSet(1e6, {10e6, 4e6, 12e6}, 2);
+  EXPECT_NEAR(inL3.handoff.writeGBps, 1 / (0.8 / 30 + 0.2 / 8), 1e-9);
+  EXPECT_DOUBLE_EQ(inL3.handoff.copyOutGBps, 30);
+  EXPECT_DOUBLE_EQ(inL3.handoff.foldGBps, 15);
+  EXPECT_DOUBLE_EQ(inL3.shm.gbps, 80);
 }
 
 // Measured shares: interpolated between two points, the first's below
@@ -89,8 +106,8 @@ TEST(Sim, CacheSharesInterpolateAndFallPastTheLast) {
   NetModel m;
   m.shm.gbps = 10;
   m.caches = {{2e6, 80, 40, {}, {}}, l3};
-  EXPECT_DOUBLE_EQ(m.forWorkingSet(1e6, 1e6, 1e6, 2).shm.gbps, 80);
-  EXPECT_NEAR(m.forWorkingSet(14e6, 14e6, 14e6, 2).shm.gbps, 1 / (0.7 / 40 + 0.3 / 10), 1e-9);
+  EXPECT_DOUBLE_EQ(m.forWorkingSet(1e6, {1e6, 1e6, 1e6}, 2).shm.gbps, 80);
+  EXPECT_NEAR(m.forWorkingSet(14e6, {14e6, 14e6, 14e6}, 2).shm.gbps, 1 / (0.7 / 40 + 0.3 / 10), 1e-9);
 }
 
 // Recursive doubling on 2 ranks, 3 chunks each way, 2 slots per FIFO. Each

@@ -155,41 +155,53 @@ double reuseCalls(const AllreduceAlgorithm& algo, const Scenario& sc, const Layo
 
 // The scenario with the memory rates of the working set of one rank: its
 // input and output, and the slots it writes (all it sends, up to its
-// connectors' nslots slots per channel); and the hand-off rates of the
-// slots' reuse distance (network.h): what the rank reads, writes and sends
-// in the calls between two fills of one slot, which all pass through the
-// caches the slot waits in. 1 MiB between 2 ranks (two halving-doubling
-// steps of two slot-sized sends each: a slot refilled every other call,
-// 12 MiB on the node in between) hands off through the L3, not the L2 the
-// slots alone would fit: 2026-11-29, the L2's hand-off write rate (6-9
-// GB/s) predicted 157 us where strata ran it in 62-66 us
+// connectors' nslots slots per channel); and the hand-off rates of where
+// the slots' lines are (network.h, NetModel::SlotSets).
+// What passes through the caches between two fills of one slot is the
+// slots' reuse distance: what the rank reads, writes and sends in the
+// calls in between. While that fits the L2s the slot has not left them,
+// and the hand-off goes at their rates. 1 MiB between 2 ranks (two
+// halving-doubling steps of two slot-sized sends each: a slot refilled
+// every other call, 12 MiB on the node in between) hands off through the
+// L3, not the L2 the slots alone would fit: 2026-11-29, the L2's hand-off
+// write rate (6-9 GB/s) predicted 157 us where strata ran it in 62-66 us
 // (docs/sim/calibration.txt). 64 KiB among 8 ranks (two sends a call to
 // each of 3 peers: a slot refilled every 4th call, 7.5 MiB on the node in
 // between) does too: with the L2's rates, which a reuse distance counted
 // in bytes of slots gave it, the sim put it at 1.31 and 1.75 times strata's
 // median in two runs, with the L3's at 0.80 and 0.93.
+// Past the L2s, how much of the slots the L3 (the host's, shared with
+// other guests) holds. Below ntBytes the buffers come back every call, so
+// however many calls pass between two fills, the lines that pass are the
+// rank's whole set (input, output, slots) over and over: the L3 keeps no
+// more of the slots than of that set, and no less than of the reuse
+// distance where that is smaller. A refill writes lines last touched a
+// reuse distance ago: the whole set's share. A copy-out or fold reads lines
+// its sender has just written: the share of the smaller of the two.
+// 2026-11-29/30 (docs/sim/calibration.txt):
+//   - 8 ranks at 1 MiB out of place ran 1.4 times in place (623-701
+//     against 441-463 us) at reuse distances of 17.1 and 12.6 MiB on the
+//     node, both held; the refill at the share of the whole set (24 MiB)
+//     put it from 0.70-0.79 of strata's median to 0.81-0.96 (runs AD-AS).
+//   - Forced halving-doubling and recursive doubling at 4 and 8 ranks
+//     (256 KiB-2 MiB) refill a slot every 2-8 calls: reuse distances of
+//     14-103 MiB on the node against whole sets of 3-48 MiB. Taking the
+//     reuse distance's share, the sim put them at 1.05-2.30 times strata's
+//     median (runs AT, AU, AW: 1 of 20 rows within 25%); with these sets
+//     at 0.60-1.34 (15 of 20; AU and AW measured after this rule was
+//     chosen on AT).
+//   - 4 ranks at 1 MiB (a reuse distance of 18.7 MiB, a whole set of 12):
+//     from 1.07-1.37 in runs AD-AS to 1.00-1.25.
+//   - Taking the copy-outs and folds at the whole set too put the size
+//     sweeps at 4 and 8 ranks, 1.5-6 MiB, whose whole sets are past the
+//     reuse distance, at up to 1.60 (runs AO and AQ: 17 of 27 rows within
+//     25%, against 26): what is read just after it is written stays cached
+//     whatever the set.
 // From ntBytes on, the output is written with non-temporal stores that
-// pass the caches by, and only the input shares them with the slots: 8
-// ranks at 16 MiB on this machine ran at the L3's hand-off rates (14.1 ms;
-// 27.9 predicted from DRAM's).
-// A slot's receiver copies or folds lines its sender has just written, so
-// the reuse distance decides those rates; but refilling a slot writes
-// lines last touched that distance ago, and below ntBytes, where the
-// buffers too come back every call, the L3 (the host's, shared with other
-// guests) keeps of the slots no more than it keeps of the whole set: the
-// refill goes at the share of the larger of the two. 2026-11-29: 8 ranks
-// at 1 MiB out of place ran 1.4 times in place (623-701 against 441-463
-// us) at reuse distances of 17.1 and 12.6 MiB on the node, both held;
-// predicted from the reuse distance alone 0.70-0.79 of strata's median in
-// runs AD-AN, with the refill 0.81-0.87; two size sweeps past the
-// calibration rows (256 KiB-6 MiB at 2, 4 and 8 ranks) went from 13 of 16
-// and 12 of 15 within 25% to 16 and 13, and a third, measured after, at
-// sizes neither had, from 10 to 12 of 12. Taking the copy-outs and folds at
-// the larger set too put those sweeps at 7 of 15 (up to 1.60 at 6 MiB):
-// what is read just after it is written stays cached whatever the set
-// (docs/sim/calibration.txt, runs AN-AP). From ntBytes on the buffers
-// stream once a call past the caches, and the refills ran at the reuse
-// distance's rates (8 ranks at 16 MiB above).
+// pass the caches by, the buffers stream once a call, and only the input
+// shares the caches with the slots: every hand-off takes the reuse
+// distance. 8 ranks at 16 MiB on this machine ran at the L3's hand-off
+// rates (14.1 ms; 27.9 predicted from DRAM's).
 // The plays at smaller counts that an extrapolation runs keep the real
 // count's rates.
 Scenario atWorkingSet(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, uint64_t bytes,
@@ -202,8 +214,9 @@ Scenario atWorkingSet(const AllreduceAlgorithm& algo, const Scenario& sc, const 
   uint64_t sent = 0;
   const double calls = reuseCalls(algo, sc, layout, bytes / kElem, nch, &sent);
   const double plain = 2.0 * bytes + written, reuse = calls * (streamed * bytes + sent);
-  const double refill = bytes < sc.ntBytes ? std::max(reuse, plain) : reuse;
-  s.model = sc.model.forWorkingSet(plain, reuse, refill, sc.topo.ranksPerNode);
+  NetModel::SlotSets sets{reuse, reuse, reuse};
+  if (bytes < sc.ntBytes) sets.read = std::min(reuse, plain), sets.refill = plain;
+  s.model = sc.model.forWorkingSet(plain, sets, sc.topo.ranksPerNode);
   return s;
 }
 
