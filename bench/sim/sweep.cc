@@ -178,13 +178,14 @@ double reuseCalls(const AllreduceAlgorithm& algo, const Scenario& sc, const Layo
 // distance where that is smaller. A refill writes lines last touched a
 // reuse distance ago: the whole set's share. A copy-out or fold reads lines
 // its sender has just written: the share of the smaller of the two.
-// 2026-11-29/30 (docs/sim/calibration.txt):
+// 2026-11-29 (docs/sim/calibration.txt):
 //   - 8 ranks at 1 MiB out of place ran 1.4 times in place (623-701
 //     against 441-463 us) at reuse distances of 17.1 and 12.6 MiB on the
 //     node, both held; the refill at the share of the whole set (24 MiB)
-//     put it from 0.70-0.79 of strata's median to 0.81-0.96 (runs AD-AS).
+//     put it from 0.70-0.79 of strata's median (runs AD-AN) to 0.81-0.96
+//     (AD-AS).
 //   - Forced halving-doubling and recursive doubling at 4 and 8 ranks
-//     (256 KiB-2 MiB) refill a slot every 2-8 calls: reuse distances of
+//     (256 KiB-2 MiB) refill a slot every 1-8 calls: reuse distances of
 //     14-103 MiB on the node against whole sets of 3-48 MiB. Taking the
 //     reuse distance's share, the sim put them at 1.05-2.30 times strata's
 //     median (runs AT, AU, AW: 1 of 20 rows within 25%); with these sets
