@@ -4,10 +4,12 @@
 values: 1.5 and (0+1)/2."""
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "common"))
+from ports import free_port  # noqa: E402
 
 readme, include_dir, lib_dir, sanitize = sys.argv[1:5]
 match = re.search(r"```c\n(.*?)```", open(readme).read(), flags=re.S)
@@ -20,9 +22,7 @@ with tempfile.TemporaryDirectory() as tmp:
     flags = [] if sanitize == "none" else ["-fsanitize=" + sanitize]
     subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", src, "-o", exe, "-I" + include_dir,
                     "-L" + lib_dir, "-lstrata", "-Wl,-rpath," + lib_dir] + flags, check=True)
-    with socket.socket() as s:  # a free port for rank 0's bootstrap listener
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     ranks = []
     for rank in range(2):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",

@@ -9,16 +9,16 @@ neighbours only, of five connected peers.
 """
 import json
 import os
-import socket
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "common"))
+from ports import free_port  # noqa: E402
 
 
 def explain(info, nranks, args, extra_env):
     """Rank 0's record of `strata-info --explain ARGS` run by nranks ranks."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     procs = []
     for rank in range(nranks):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(nranks), LOCAL_RANK=str(rank),

@@ -36,7 +36,8 @@ T* sharedPage() {
 // comes from that range, and any process alongside may be handed the same
 // one for an outgoing connection before rank 0 listens on it: intruders'
 // rank 0 met "Address already in use" so in a CI run (2026-11-29). Below the
-// range only an explicit bind takes a port, and the pick is random.
+// range only an explicit bind takes a port, and the pick is random. The
+// Python tests take theirs from its twin, tests/common/ports.py.
 inline int freePort() {
   int ephemeral = 32768;
   std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral;

@@ -10,10 +10,12 @@ backend, checked against sums computed here.
 """
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../common"))
+from ports import free_port  # noqa: E402
 
 RANK_SCRIPT = r'''
 import os, sys
@@ -71,9 +73,7 @@ def main(source, sanitize):
         script = os.path.join(work, "rank.py")
         with open(script, "w") as f:
             f.write(RANK_SCRIPT)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         procs = [subprocess.Popen([py, script, "torch" if has_torch else "plain"], cwd=work, text=True,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   env=dict(env, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",

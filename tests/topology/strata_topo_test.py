@@ -7,9 +7,11 @@ GPU server, whose GPU groups and direct-or-staging choices rank 0 must show.
 Every wait is bounded."""
 import json
 import os
-import socket
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../common"))
+from ports import free_port  # noqa: E402
 
 TIMEOUT = 30
 topo = sys.argv[1]
@@ -45,9 +47,7 @@ check(subprocess.run([topo, "--bogus"], env=clean_env(), capture_output=True, ti
 def run_job(rank_envs, what):
     """Runs strata-topo --json as a torchrun-style job, one rank per dict of
     extra variables; rank 0's document, or None (with the failures noted)."""
-    with socket.socket() as s:  # a free port for rank 0's bootstrap listener
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     ranks = []
     for rank, extra in enumerate(rank_envs):
         env = clean_env(RANK=str(rank), WORLD_SIZE=str(len(rank_envs)), MASTER_ADDR="127.0.0.1",

@@ -6,17 +6,17 @@ deadline.
     main(script): the test's entry point; argv is NRANKS SANITIZE.
 """
 import os
-import socket
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../common"))
+from ports import free_port  # noqa: E402
 
 TIMEOUT = 240
 
 
 def launch(script, nranks):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     procs = []
     for rank in range(nranks):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(nranks), LOCAL_RANK=str(rank),
