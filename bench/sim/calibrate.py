@@ -78,7 +78,7 @@ def perf_rows(text):
 
 
 def parse_size(text):
-    """Bytes from 65536, 64K or 1M."""
+    """Bytes from 65536, 64K or 1M (sysfs writes a cache's size so too)."""
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     return int(text[:-1]) * units[text[-1].upper()] if text[-1].upper() in units else int(text)
 
@@ -153,8 +153,7 @@ def cache_bytes(level):
             continue
         read = lambda f: open(os.path.join(base, index, f)).read().strip()  # noqa: E731
         if int(read("level")) == level and read("type") in ("Unified", "Data"):
-            size = read("size")
-            return int(size[:-1]) << {"K": 10, "M": 20}[size[-1]] if size[-1] in "KM" else int(size)
+            return parse_size(read("size"))
     raise RuntimeError("no level %d cache in %s" % (level, base))
 
 
