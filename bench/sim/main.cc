@@ -55,6 +55,8 @@ void usage() {
                "  --channels N (4)   --slot BYTES (262144)   --nslots N (8)   "
                "--oneshot BYTES (16384)\n"
                "  --nt BYTES (8M)     results from this size on are written past the caches\n"
+               "  --shm-nt BYTES (8M) a connector carrying this much a call picks its slot\n"
+               "                      stores by timing (STRATA_SHM_NT_BYTES)\n"
                "  --budget STEPS      most steps one play runs before "
                "extrapolating (4000000)\n"
                "  --calibrate shm|tcp this machine: 2 cores, ranks on one host "
@@ -109,8 +111,9 @@ std::string human(uint64_t b) {
   return std::to_string(b) + units[u];
 }
 
-// This machine (2 cores): shm puts every rank on one host, tcp one rank in
-// each of `ranks` network namespaces. The rates are the flags' (per core:
+// This machine (2 cores): shm puts every rank on one host, pinned to the
+// cores in blocks as strata-perf --bind pins them, tcp one rank in each of
+// `ranks` network namespaces. The rates are the flags' (per core:
 // bench/sim/calibrate.py measures them); ranks beyond the cores share them,
 // so a rank's copies and folds go at the rate over the ranks per core, and
 // the channels are Comm::init's (cores / ranks, at least 1). The caches are
@@ -119,7 +122,7 @@ void calibrate(const std::string& kind, Scenario& sc, int ranks) {
   const int cores = 2;
   const double share = std::max(1.0, double(ranks) / cores);
   if (kind == "shm") {
-    sc.topo = {1, ranks, 1, 1, 1.0};
+    sc.topo = {1, ranks, 1, 1, 1.0, cores};
     sc.model.shm.gbps /= share;
     sc.model.reduceGBps /= share;
     sc.model.outputGBps /= share;
@@ -222,6 +225,8 @@ int main(int argc, char** argv) {
       base.oneshotBytes = parseBytes(value());
     else if (a == "--nt")
       base.ntBytes = parseBytes(value());
+    else if (a == "--shm-nt")
+      base.shmNtBytes = parseBytes(value());
     else if (a == "--budget")
       base.stepBudget = parseBytes(value());
     else if (a == "--calibrate")

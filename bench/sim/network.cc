@@ -5,6 +5,12 @@
 
 namespace strata::sim {
 
+bool Topology::shareCore(int a, int b) const {
+  if (coresPerNode <= 0 || coresPerNode >= ranksPerNode || nodeOf(a) != nodeOf(b)) return false;
+  auto core = [&](int r) { return int64_t(r % ranksPerNode) * coresPerNode / ranksPerNode; };
+  return core(a) == core(b);
+}
+
 int Topology::uplinkLanes() const {
   return std::max(1, static_cast<int>(std::lround(nodesPerLeaf * nicsPerNode / oversub)));
 }
@@ -57,6 +63,8 @@ NetModel NetModel::forWorkingSet(double perRankBytes, SlotSets slots, int ranksS
   m.handoff = {blend(refillHit, refilled->handoff.writeGBps, handoff.writeGBps),
                blend(hit, read->handoff.copyOutGBps, handoff.copyOutGBps),
                blend(hit, read->handoff.foldGBps, handoff.foldGBps)};
+  m.sameCore = {blend(refillHit, refilled->copyGBps, shm.gbps), blend(hit, read->copyGBps, shm.gbps),
+                blend(hit, read->foldGBps, reduceGBps)};
   return m;
 }
 
@@ -67,20 +75,24 @@ double slower(double plain, double handoff) { return handoff > 0 ? std::min(plai
 
 }  // namespace
 
+NetModel::Handoff Network::handoffOf(int from, int to) const {
+  return topo_.shareCore(from, to) ? model_.sameCore : model_.handoff;
+}
+
 double Network::foldUs(int from, int to, uint64_t bytes, bool intoSlot) const {
-  const bool slot = topo_.nodeOf(from) == topo_.nodeOf(to);
+  const double slotFold = handoffOf(from, to).foldGBps;
   // A measured slot fold holds the arithmetic and the slot's side; the
   // rank's own buffers then carry only the input read (and the output
   // written), not the plain fold's two buffers read and one written.
-  const double gbps = !slot || model_.handoff.foldGBps <= 0
+  const double gbps = topo_.nodeOf(from) != topo_.nodeOf(to) || slotFold <= 0
                           ? model_.reduceGBps
-                          : std::min(intoSlot ? inputGBps() : model_.shm.gbps, model_.handoff.foldGBps);
+                          : std::min(intoSlot ? inputGBps() : model_.shm.gbps, slotFold);
   return bytes / (gbps * 1e3);
 }
 
 double Network::copyOutUs(int from, int to, uint64_t bytes) const {
   if (topo_.nodeOf(from) != topo_.nodeOf(to)) return 0;
-  return bytes / (slower(outputGBps(), model_.handoff.copyOutGBps) * 1e3);
+  return bytes / (slower(outputGBps(), handoffOf(from, to).copyOutGBps) * 1e3);
 }
 
 Network::Network(const Topology& topo, const NetModel& model)
@@ -106,9 +118,8 @@ Network::Timing Network::transfer(int from, int to, int fromRes, int toRes, uint
   if (topo_.nodeOf(from) == topo_.nodeOf(to)) {
     double& port = memFree_[fromRes];
     const double start = std::max(readyUs, port);
-    const double gbps = fill == Fill::FromSlot && model_.handoff.writeGBps > 0
-                            ? model_.handoff.writeGBps
-                            : slower(inputGBps(), model_.handoff.writeGBps);
+    const double write = handoffOf(from, to).writeGBps;
+    const double gbps = fill == Fill::FromSlot && write > 0 ? write : slower(inputGBps(), write);
     port = start + (fill == Fill::Written ? 0 : bytes / (gbps * 1e3));
     return {port, port + model_.shm.latencyUs};
   }

@@ -16,9 +16,10 @@
 //                the spine at full rate at once.
 // A same-node hop's bytes cross between cores: the sender writes slot lines
 // the receiver's core read last, and the receiver copies or folds lines the
-// sender's core just wrote (NetModel::Handoff). A step that also reads or
-// writes the rank's own buffers goes at the slower of the hand-off rate and
-// the plain rate of that traffic: filling a slot from the input, or folding
+// sender's core just wrote (NetModel::Handoff); between two ranks that share
+// a core they stay in its own caches (NetModel::sameCore). A step that also
+// reads or writes the rank's own buffers goes at the slower of the hand-off
+// rate and the plain rate of that traffic: filling a slot from the input, or folding
 // a slot and the input into the next slot, reads one buffer into cache (the
 // input rate, not a copy's: no buffer is written); a fold into the output
 // reads one and writes one (a copy's, not a plain fold's two and one); a
@@ -59,9 +60,14 @@ struct Topology {
   int nicsPerNode = 1;
   int nodesPerLeaf = 16;
   double oversub = 1.0;  // leaf downlink : uplink bandwidth
+  // A node's cores, its ranks pinned to them in blocks (strata-perf --bind,
+  // mpirun --bind-to core); 0: a core per rank.
+  int coresPerNode = 0;
 
   int nranks() const { return nodes * ranksPerNode; }
   int nodeOf(int rank) const { return rank / ranksPerNode; }
+  // Whether two ranks of one node run on one core.
+  bool shareCore(int a, int b) const;
   int leafOf(int rank) const { return nodeOf(rank) / nodesPerLeaf; }
   int nicOf(int rank) const { return nodeOf(rank) * nicsPerNode + rank % ranksPerNode % nicsPerNode; }
   int uplinkLanes() const;
@@ -91,7 +97,19 @@ struct NetModel {
   double spineLatencyUs = 0.5;
   double msgOverheadUs = 0.1;  // a NIC's time per message, on top of the bytes
   double reduceGBps = 10;      // bytes folded per second per rank
+  // Past the caches; also the rates of slots filled with non-temporal
+  // stores, which their receiver reads from DRAM while the ranks' buffers
+  // stream there too (sweep.cc, atWorkingSet).
   Handoff handoff;
+  // Between two ranks that share a core: the plain copy and fold rates of
+  // the cache the slot's lines are in, which is that core's own
+  // (forWorkingSet sets them with handoff's; 0: the plain rates). With this
+  // machine's cores far apart a slot write between them runs at 2-3 GB/s
+  // (it takes lines the other core read) where a core copies its own at
+  // 25-50: 8 ranks at 64 KiB, halving-doubling with two of three partners
+  // on the same core, took 79 us far, predicted 243 with every hop
+  // between cores and 84 with this (2026-11-29, run AY).
+  Handoff sameCore;
 
   // A cache level: its size on a node, shared by the node's ranks, and the
   // rates of one rank whose buffers it holds.
@@ -125,10 +143,10 @@ struct NetModel {
   };
   // This model with shm.gbps and reduceGBps (and outputGBps and inputGBps:
   // the cache's copy rate) from the smallest cache that holds
-  // `perRankBytes` for each of `ranksSharing` ranks, and handoff's rates
-  // from the cache `slots` give; where none holds a set, blended from the
-  // largest's and the rates above (DRAM's) by the share of it the largest
-  // holds.
+  // `perRankBytes` for each of `ranksSharing` ranks, and handoff's and
+  // sameCore's rates from the cache `slots` give; where none holds a set,
+  // blended from the largest's and the rates above (DRAM's) by the share of
+  // it the largest holds.
   NetModel forWorkingSet(double perRankBytes, SlotSets slots, int ranksSharing) const;
 };
 
@@ -165,6 +183,8 @@ class Network {
 
  private:
   double& lane(std::vector<double>& lanes, int leaf);
+  // The hand-off rates between two ranks of a node.
+  NetModel::Handoff handoffOf(int from, int to) const;
   double outputGBps() const { return model_.outputGBps > 0 ? model_.outputGBps : model_.shm.gbps; }
   double inputGBps() const { return model_.inputGBps > 0 ? model_.inputGBps : model_.shm.gbps; }
 

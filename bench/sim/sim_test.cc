@@ -94,6 +94,63 @@ TEST(Sim, SlotsLeaveTheSmallerCacheByWhatPassesAndTheLargestByWhatItHolds) {
   EXPECT_DOUBLE_EQ(inL3.shm.gbps, 80);
 }
 
+// Two ranks of one core hand a slot over in that core's cache, at its plain
+// copy and fold rates; across cores at the hand-off's (network.h). Four
+// ranks on two cores in blocks: 0 and 1 share one, 2 and 3 the other; the
+// slots and buffers in the L2 (copy 40, fold 20, hand-off 2, 4, 5 GB/s).
+TEST(Sim, RanksOfOneCoreHandOffThroughItsCache) {
+  Topology topo{1, 4, 1, 1, 1.0, 2};
+  EXPECT_TRUE(topo.shareCore(0, 1));
+  EXPECT_TRUE(topo.shareCore(2, 3));
+  EXPECT_FALSE(topo.shareCore(1, 2));
+  EXPECT_FALSE((Topology{1, 4, 1, 1, 1.0, 0}.shareCore(0, 1)));  // a core per rank
+  NetModel base;
+  base.caches = {{2e6, 40, 20, {2, 4, 5}, {}}};
+  const NetModel m = base.forWorkingSet(1e5, {1e5, 1e5, 1e5}, 4);
+  EXPECT_DOUBLE_EQ(m.sameCore.writeGBps, 40);
+  EXPECT_DOUBLE_EQ(m.sameCore.foldGBps, 20);
+  Network net(topo, m);
+  const uint64_t b = 4000;  // bytes: 1 us at 4 GB/s
+  EXPECT_DOUBLE_EQ(net.copyOutUs(0, 2, b), 1.0);  // 4 GB/s
+  EXPECT_DOUBLE_EQ(net.copyOutUs(0, 1, b), 0.1);  // the cache's copy, 40
+  EXPECT_DOUBLE_EQ(net.foldUs(0, 2, b, true), 0.8);  // 5
+  EXPECT_DOUBLE_EQ(net.foldUs(0, 1, b, true), 0.2);  // the cache's fold, 20
+  EXPECT_DOUBLE_EQ(net.transfer(0, 2, 0, 2, b, 0).sentUs, 2.0);  // a slot write at 2
+  EXPECT_DOUBLE_EQ(net.transfer(1, 0, 1, 0, b, 0).sentUs, 0.1);  // 40
+}
+
+// A connector that carries shmNtBytes in a call fills its slots with the
+// faster of regular and non-temporal stores, as strata's shared-memory
+// connectors time both: 2 ranks at 16 MiB (16 MiB through the one
+// connector) with slow cached hand-offs play as if the non-temporal rates
+// were the cache's; with slower non-temporal rates, or a threshold past
+// what the connector carries, the cached rates stay.
+TEST(Sim, BusyConnectorsTakeTheFasterSlotStores) {
+  Scenario sc;
+  sc.topo = {1, 2, 1, 1, 1.0, 2};
+  sc.nchannels = 1;
+  sc.model.shm = {0.1, 20};
+  sc.model.reduceGBps = 10;
+  // DRAM's hand-off rates, the non-temporal stores' too, and a cache that
+  // holds everything, so its hand-off rates are the cached ones unblended.
+  const NetModel::Handoff slow{2, 20, 15}, fast{20, 20, 15};
+  sc.model.handoff = fast;
+  sc.model.caches = {{1e12, 20, 10, slow, {}}};
+  const uint64_t bytes = uint64_t(16) << 20;
+  const double chosen = simulate(kHalvingDoubling, sc, bytes).timeUs;
+  Scenario reference = sc;
+  reference.model.caches[0].handoff = fast;
+  reference.shmNtBytes = uint64_t(1) << 40;
+  EXPECT_DOUBLE_EQ(chosen, simulate(kHalvingDoubling, reference, bytes).timeUs);
+  Scenario regular = sc;
+  regular.shmNtBytes = bytes + 1;
+  const double cached = simulate(kHalvingDoubling, regular, bytes).timeUs;
+  EXPECT_GT(cached, 1.5 * chosen) << cached << " " << chosen;
+  Scenario slower = sc;
+  slower.model.handoff = {1, 20, 15};
+  EXPECT_DOUBLE_EQ(simulate(kHalvingDoubling, slower, bytes).timeUs, cached);
+}
+
 // Measured shares: interpolated between two points, the first's below
 // them, falling as 1 / size past the last; a set that a smaller cache
 // holds takes that cache's rates whatever the largest's shares.

@@ -127,13 +127,19 @@ Symmetry symmetryOf(const AllreduceAlgorithm& algo, const Scenario& sc, uint64_t
 
 namespace {
 
-// The slots' reuse distance, in calls: a connector's nslots slots take one
-// send each, whatever its size (transports/shm/shm_connector.h), so one
-// that carries k sends a call refills a slot every nslots / k calls; the
-// mean over rank 0's connectors, weighted by the bytes each carries. And in
-// *sentBytes, the bytes rank 0 sends in a call.
-double reuseCalls(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, uint64_t count, int nch,
-                  uint64_t* sentBytes) {
+// Rank 0's shared-memory connectors in one call (one per channel and peer).
+struct SlotTraffic {
+  double reuseCalls = 0;    // the slots' reuse distance, in calls (below)
+  uint64_t sentBytes = 0;   // all that rank 0 sends
+  uint64_t busiestBytes = 0;  // the most one connector to a rank of its node carries
+};
+
+// A connector's nslots slots take one send each, whatever its size
+// (transports/shm/shm_connector.h), so one that carries k sends a call
+// refills a slot every nslots / k calls: the reuse distance is the mean of
+// that over rank 0's connectors, weighted by the bytes each carries.
+SlotTraffic slotTraffic(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, uint64_t count,
+                        int nch) {
   PlanSet plans(nch);
   buildPlans(algo, sc, layout, 0, count, nch, plans);
   std::map<std::pair<int, int>, std::pair<uint64_t, uint64_t>> conns;  // (channel, peer): sends, bytes
@@ -144,13 +150,27 @@ double reuseCalls(const AllreduceAlgorithm& algo, const Scenario& sc, const Layo
         ++c.first;
         c.second += s.count * kElem;
       }
+  SlotTraffic t;
   double calls = 0;
-  *sentBytes = 0;
   for (const auto& [key, c] : conns) {
     calls += double(c.second) * sc.nslots / double(c.first);
-    *sentBytes += c.second;
+    t.sentBytes += c.second;
+    if (sc.topo.nodeOf(key.second) == sc.topo.nodeOf(0)) t.busiestBytes = std::max(t.busiestBytes, c.second);
   }
-  return *sentBytes ? calls / double(*sentBytes) : 0;
+  t.reuseCalls = t.sentBytes ? calls / double(t.sentBytes) : 0;
+  return t;
+}
+
+// The hand-off rates of a connector that picks its slot stores by timing:
+// `cached` with regular stores, `nonTemporal` with non-temporal ones, which
+// ever make a round of a slot write, a copy-out and a fold faster.
+NetModel::Handoff fasterStores(const NetModel::Handoff& cached, const NetModel::Handoff& nonTemporal) {
+  auto perByte = [](const NetModel::Handoff& h) {  // 0: no limit
+    auto t = [](double gbps) { return gbps > 0 ? 1 / gbps : 0; };
+    return t(h.writeGBps) + t(h.copyOutGBps) + t(h.foldGBps);
+  };
+  const bool measured = nonTemporal.writeGBps > 0 && nonTemporal.copyOutGBps > 0 && nonTemporal.foldGBps > 0;
+  return measured && perByte(nonTemporal) < perByte(cached) ? nonTemporal : cached;
 }
 
 // The scenario with the memory rates of the working set of one rank: its
@@ -203,6 +223,18 @@ double reuseCalls(const AllreduceAlgorithm& algo, const Scenario& sc, const Layo
 // shares the caches with the slots: every hand-off takes the reuse
 // distance. 8 ranks at 16 MiB on this machine ran at the L3's hand-off
 // rates (14.1 ms; 27.9 predicted from DRAM's).
+// A connector that carries shmNtBytes in a call times regular against
+// non-temporal slot stores and keeps the faster; non-temporal slots go to
+// DRAM, where the ranks' buffers stream too, so they take DRAM's hand-off
+// rates (its probe streams 32 MiB outboxes). Near, the cached rates win.
+// Far apart (2026-11-29, strata-perf --ranks N --bind -b 16M -e 16M),
+// 2 ranks took 2.3-2.7 ms as built and 7.0-7.9 with STRATA_SHM_NT_BYTES=0,
+// 4 ranks 11.0 and 14.5; with the cached rates alone the sim put them at
+// 7.8 and 15.6 ms (run BA, 3.70 and 1.49 times the medians), with the
+// choice at 5.6 and 9.8 (2.64, 0.94; 8 ranks 1.80 -> 1.07). A probe of a
+// 2 MiB slot ring written non-temporally and read with nothing else
+// streaming (26-28 GB/s a write far) put 2 ranks at 0.82 but 4 and 8 ranks
+// at 0.42 and 0.48.
 // The plays at smaller counts that an extrapolation runs keep the real
 // count's rates.
 Scenario atWorkingSet(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, uint64_t bytes,
@@ -212,12 +244,12 @@ Scenario atWorkingSet(const AllreduceAlgorithm& algo, const Scenario& sc, const 
   const double slots = double(nch) * sc.nslots * sc.slotBytes;
   const double written = std::min(double(bytes), slots);
   const double streamed = bytes >= sc.ntBytes ? 1.0 : 2.0;  // input (and output) through the caches
-  uint64_t sent = 0;
-  const double calls = reuseCalls(algo, sc, layout, bytes / kElem, nch, &sent);
-  const double plain = 2.0 * bytes + written, reuse = calls * (streamed * bytes + sent);
+  const SlotTraffic t = slotTraffic(algo, sc, layout, bytes / kElem, nch);
+  const double plain = 2.0 * bytes + written, reuse = t.reuseCalls * (streamed * bytes + t.sentBytes);
   NetModel::SlotSets sets{reuse, reuse, reuse};
   if (bytes < sc.ntBytes) sets.read = std::min(reuse, plain), sets.refill = plain;
   s.model = sc.model.forWorkingSet(plain, sets, sc.topo.ranksPerNode);
+  if (t.busiestBytes >= sc.shmNtBytes) s.model.handoff = fasterStores(s.model.handoff, sc.model.handoff);
   return s;
 }
 

@@ -33,6 +33,10 @@ struct Scenario {
   int nslots = 8;                 // STRATA_NSLOTS
   size_t oneshotBytes = 16384;    // STRATA_ONESHOT_BYTES
   uint64_t ntBytes = 8u << 20;    // STRATA_NT_BYTES: from here results are written past the caches
+  // STRATA_SHM_NT_BYTES: a shared-memory connector that carries this much in
+  // a call fills its slots with whichever of regular and non-temporal
+  // stores it timed faster (transports/shm/shm_slot_stores.h).
+  uint64_t shmNtBytes = 8u << 20;
   uint64_t stepBudget = 4000000;  // most steps one play may run before extrapolating
 };
 
