@@ -50,6 +50,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from netns import Hosts  # noqa: E402
+from placement import placement  # noqa: E402
 
 SIZES = [64 << 10, 1 << 20, 16 << 20]  # --sizes' default: the rows bench/README.md reports
 # strata-perf's ranks and the probes' processes are pinned to the cores in
@@ -255,12 +256,6 @@ def latency_floor(args, ring=None):
     cmd = [os.path.join(args.build, "bench/kernels/strata-latency-floor")]
     cmd += (["--ring", str(ring)] + BIND) if ring else []
     return float(re.search(r"(?:latency_floor|ring_hop)_us ([\d.]+)", run(cmd)).group(1))
-
-
-def placement(floor):
-    # bench/README.md: about 0.07 us near, 0.35-0.40 us far; beyond that the
-    # probe's two spinning processes were descheduled by other work.
-    return "near" if floor < 0.2 else "far" if floor < 0.5 else "unknown (cores busy)"
 
 
 def predict(args, kind, ranks, algo, size, flags):
