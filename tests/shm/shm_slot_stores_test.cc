@@ -35,20 +35,49 @@ TEST(StoreChoice, MeasuresBothWaysThenKeepsTheFasterAndLooksAgain) {
   }
   EXPECT_EQ(first, (std::vector<bool>{false, true, false, true}));
   EXPECT_FALSE(c.best());  // regular is faster: cores close together
-  // From then on regular, but for one non-temporal operation in every 32.
-  EXPECT_EQ(run(c, 64, 0.002, 0.003), 2);
+  // From then on regular, but for looks at non-temporal stores, each finding
+  // regular still faster and doubling the wait for the next: operations 8,
+  // 24 and 56 of 5-68 here; the next at 120.
+  EXPECT_EQ(run(c, 64, 0.002, 0.003), 3);
   // The cores move apart: cache to cache collapses, non-temporal stores win at once
-  // (the next regular operation is measured slow) and stays.
-  EXPECT_GE(run(c, 64, 0.008, 0.003), 61);
+  // (operation 69, regular, is measured slow) and stay; looks at regular 8,
+  // 16 and 32 operations apart (77, 93, 125) confirm them.
+  EXPECT_EQ(run(c, 64, 0.008, 0.003), 60);
   EXPECT_TRUE(c.best());
-  // Back together: the next look at regular (within 32 operations) brings it back.
-  run(c, 32, 0.002, 0.003);
+  // Back together: non-temporal stores stand until the next look at
+  // regular, 64 operations after the last (189), brings it back.
+  EXPECT_EQ(run(c, 56, 0.002, 0.003), 56);
+  EXPECT_TRUE(c.best());
+  run(c, 1, 0.002, 0.003);
   EXPECT_FALSE(c.best());
-  EXPECT_LE(run(c, 64, 0.002, 0.003), 2);
+  EXPECT_EQ(run(c, 64, 0.002, 0.003), 3);  // looks at 197, 213, 245
   // Non-temporal stores only a little faster (less than 1.25x) are not worth leaving
   // regular stores for: one measurement's noise is larger.
-  EXPECT_LE(run(c, 64, 0.0022, 0.002), 2);
+  EXPECT_EQ(run(c, 64, 0.0022, 0.002), 1);  // the look at 309
   EXPECT_FALSE(c.best());
+}
+
+// While the best holds, each look that confirms it doubles the wait for the
+// next, up to 512 operations. A change of the best brings the wait back to 8.
+TEST(StoreChoice, LooksLessOftenWhileTheBestHolds) {
+  StoreChoice c;
+  run(c, 4, 0.002, 0.003);
+  std::vector<int> looks;
+  for (int op = 5; op <= 2100; ++op) {
+    const bool nt = c.next();
+    if (nt) looks.push_back(op);
+    c.record(nt, kBytes, nt ? 0.003 : 0.002);
+  }
+  EXPECT_EQ(looks, (std::vector<int>{8, 24, 56, 120, 248, 504, 1016, 1528, 2040}));
+  // Apart: operation 2101 (regular) is slow and non-temporal stores take
+  // over; the looks at regular come 8 and 16 operations later.
+  looks.clear();
+  for (int op = 2101; op <= 2140; ++op) {
+    const bool nt = c.next();
+    if (!nt) looks.push_back(op);
+    c.record(nt, kBytes, nt ? 0.003 : 0.008);
+  }
+  EXPECT_EQ(looks, (std::vector<int>{2101, 2109, 2125}));
 }
 
 TEST(StoreChoice, IgnoresEmptyMeasurements) {

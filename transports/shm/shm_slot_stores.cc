@@ -1,5 +1,7 @@
 #include "shm_slot_stores.h"
 
+#include <algorithm>
+
 #include "log.h"
 
 namespace strata::shm {
@@ -7,7 +9,8 @@ namespace strata::shm {
 bool StoreChoice::next() {
   ++ops_;
   if (ops_ <= kAlternate) return ops_ % 2 == 0;
-  return ops_ % kExplore == 0 ? !best() : best();
+  looking_ = ops_ >= nextLook_;
+  return looking_ ? !best() : best();
 }
 
 bool StoreChoice::best() const {
@@ -15,7 +18,16 @@ bool StoreChoice::best() const {
 }
 
 void StoreChoice::record(bool nonTemporal, uint64_t bytes, double seconds) {
-  if (bytes > 0 && seconds > 0) secondsPerByte_[nonTemporal ? 1 : 0] = seconds / static_cast<double>(bytes);
+  if (bytes == 0 || seconds <= 0) return;
+  const bool before = best();
+  secondsPerByte_[nonTemporal ? 1 : 0] = seconds / static_cast<double>(bytes);
+  const bool changed = best() != before;
+  if (changed)
+    wait_ = kLookMin;
+  else if (looking_)
+    wait_ = std::min(2 * wait_, kLookMax);
+  if (changed || looking_) nextLook_ = ops_ + wait_;
+  looking_ = false;
 }
 
 void SlotStores::begin(const SlotTag& tag) {

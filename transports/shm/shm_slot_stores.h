@@ -28,7 +28,7 @@ namespace strata::shm {
 class StoreChoice {
  public:
   // Whether the next timed operation uses non-temporal stores (now and then
-  // the way that is not the best, to measure it again).
+  // the way that is not the best, a look, to measure it again).
   bool next();
   // The best way measured so far.
   bool best() const;
@@ -36,7 +36,17 @@ class StoreChoice {
   void record(bool nonTemporal, uint64_t bytes, double seconds);
 
  private:
-  static constexpr uint64_t kExplore = 32;
+  // A look costs its operation the difference between the ways (twice the
+  // time or more where the other loses), and a VM's placement holds for
+  // seconds to minutes: the first look comes after kLookMin operations, and
+  // each that finds the best unchanged doubles the wait, up to kLookMax
+  // operations; a change of the best, by a look or not, shortens it to
+  // kLookMin again. A short first wait matters: the alternating operations
+  // can still pay for first touches (2 ranks at 512 KiB, cores close: the
+  // fourth, regular, took 0.25 ms, then 0.03 once warm, while non-temporal
+  // ones took 0.05), and until the next look such a misjudgment stands.
+  static constexpr uint64_t kLookMin = 8;
+  static constexpr uint64_t kLookMax = 512;
   // The first operations alternate, so that each way is measured twice
   // before one is picked (the first operation on a buffer also pays for
   // touching its pages).
@@ -49,6 +59,9 @@ class StoreChoice {
   // Seconds per byte of each way's last operation (0: none yet).
   double secondsPerByte_[2] = {0, 0};
   uint64_t ops_ = 0;
+  uint64_t wait_ = kLookMin;      // operations from one look to the next
+  uint64_t nextLook_ = kLookMin;  // the operation that looks next
+  bool looking_ = false;          // the operation under way is a look
 };
 
 // One connector's operations, told apart by their slot tags. An operation's
