@@ -8,7 +8,7 @@
 // 1/add_rate + 1/copy_rate, hence the limit 1 / (1/add + 1/copy) with the
 // 2-thread rates (add in bytes of output per second, copy in bytes copied).
 //   strata-membw [--bytes N]     default 256 MiB per buffer
-//   strata-membw --handoff [--bytes N] [--between N]
+//   strata-membw --handoff [--bytes N] [--between N] [--nt]
 //   strata-membw --procs P [--bytes N] [--piece N] [--bind]
 // It also times writing c from a 256 KiB piece that stays in cache, with
 // strata's copy kernel and, from STRATA_NT_BYTES' default of 8 MiB, its
@@ -25,7 +25,10 @@
 // two fills of one slot: past an L2's worth, the outbox a thread refills has
 // left the other core's L2, and the write no longer waits for that core to
 // let its lines go (bench/sim/calibrate.py passes an L2 at the L3's working
-// set).
+// set). --nt writes the outboxes with non-temporal stores, strata's copy
+// kernel's, as a shared-memory connector fills its slots where it timed
+// them faster (transports/shm/shm_slot_stores.h): to DRAM, from where the
+// other core reads them.
 // --procs P measures what sharing the cores costs when ranks outnumber
 // them: P processes, left to the scheduler, each fold their own a, b and c
 // of N bytes a piece at a time (default 256 KiB, a slot), yielding after
@@ -106,7 +109,7 @@ struct HandoffRates {
 // into own data; read `between` bytes of its own; meet), timing the first
 // two phases. Returns the median rates (GB/s per thread, the slower
 // thread's each round).
-HandoffRates handoff(size_t bytes, size_t between) {
+HandoffRates handoff(size_t bytes, size_t between, bool nonTemporal) {
   const size_t n = bytes / sizeof(float);
   std::vector<std::vector<float>> src(2, std::vector<float>(n, 1.0f)), outbox(2, std::vector<float>(n, 0.0f)),
       mine(2, std::vector<float>(n, 2.0f)), dst(2, std::vector<float>(n, 0.0f));
@@ -123,7 +126,7 @@ HandoffRates handoff(size_t bytes, size_t between) {
     for (int kind = 0; kind < 2; ++kind)
       for (size_t r = 0; r < rounds; ++r) {
         double start = seconds();
-        std::memcpy(outbox[i].data(), src[i].data(), bytes);
+        strata::kernels::copy(outbox[i].data(), src[i].data(), bytes, nonTemporal);
         touch(outbox[i].data());
         if (kind == 0) elapsed[2][i].push_back(seconds() - start);
         m.meet(i);
@@ -206,7 +209,7 @@ int main(int argc, char** argv) {
   size_t bytes = size_t(256) << 20;
   size_t between = 0, yieldEvery = 256 << 10;
   int procs = 0;
-  bool handoffMode = false, bind = false;
+  bool handoffMode = false, bind = false, nonTemporal = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--bytes") == 0 && i + 1 < argc) {
       bytes = std::strtoull(argv[++i], nullptr, 0);
@@ -214,6 +217,8 @@ int main(int argc, char** argv) {
       between = std::strtoull(argv[++i], nullptr, 0);
     } else if (std::strcmp(argv[i], "--handoff") == 0) {
       handoffMode = true;
+    } else if (std::strcmp(argv[i], "--nt") == 0) {
+      nonTemporal = true;
     } else if (std::strcmp(argv[i], "--procs") == 0 && i + 1 < argc) {
       procs = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--piece") == 0 && i + 1 < argc) {
@@ -221,7 +226,7 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--bind") == 0) {
       bind = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--handoff [--between N] | --procs P [--piece N] [--bind]] [--bytes N]\n",
+      std::fprintf(stderr, "usage: %s [--handoff [--between N] [--nt] | --procs P [--piece N] [--bind]] [--bytes N]\n",
                    argv[0]);
       return 2;
     }
@@ -230,8 +235,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: --bytes must be at least 4096\n", argv[0]);
     return 2;
   }
-  if (procs < 0 || procs > 256 || yieldEvery < 64 || (bind && procs == 0)) {
-    std::fprintf(stderr, "%s: --procs takes 1-256, --piece at least 64, --bind only with --procs\n", argv[0]);
+  if (procs < 0 || procs > 256 || yieldEvery < 64 || (bind && procs == 0) || (nonTemporal && !handoffMode)) {
+    std::fprintf(stderr, "%s: --procs takes 1-256, --piece at least 64, --bind only with --procs, --nt only with "
+                 "--handoff\n", argv[0]);
     return 2;
   }
   if (procs > 0) {
@@ -250,10 +256,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (handoffMode) {
-    const HandoffRates r = handoff(bytes, between);
-    std::printf("# strata-membw --handoff: 2 threads, %zu KiB outboxes, %zu KiB read between rounds, median GB/s per "
-                "thread\n",
-                bytes >> 10, between >> 10);
+    const HandoffRates r = handoff(bytes, between, nonTemporal);
+    std::printf("# strata-membw --handoff: 2 threads, %zu KiB outboxes%s, %zu KiB read between rounds, median GB/s "
+                "per thread\n",
+                bytes >> 10, nonTemporal ? " written non-temporally" : "", between >> 10);
     std::printf("%-28s %8.2f GB/s\n", "handoff write", r.write);
     std::printf("%-28s %8.2f GB/s\n", "handoff memcpy", r.copy);
     std::printf("%-28s %8.2f GB/s\n", "handoff c=a+b", r.add);
@@ -266,7 +272,7 @@ int main(int argc, char** argv) {
   const size_t passes = std::max<size_t>(1, (size_t(256) << 20) / bytes);
   std::vector<double> copyRates, addRates, writeRates, readRates;
   const size_t piece = std::min<size_t>(bytes, 256 << 10);
-  const bool nonTemporal = bytes >= (size_t(8) << 20);
+  const bool outputNonTemporal = bytes >= (size_t(8) << 20);
   // GB/s of c written piece by piece from a's first piece, which stays in
   // cache (a rank's output from a slot), or of a read piece by piece into
   // c's first (a rank's input into a slot).
@@ -276,7 +282,7 @@ int main(int argc, char** argv) {
       const char* in = reinterpret_cast<const char*>(a[i].data());
       for (size_t p = 0; p < passes; ++p) {
         for (size_t off = 0; off + piece <= bytes; off += piece)
-          strata::kernels::copy(write ? out + off : out, write ? in : in + off, piece, write && nonTemporal);
+          strata::kernels::copy(write ? out + off : out, write ? in : in + off, piece, write && outputNonTemporal);
         asm volatile("" ::: "memory");
       }
     });

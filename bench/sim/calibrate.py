@@ -13,6 +13,9 @@ one from DRAM; the caches' sizes from sysfs):
     copying and folding one the other core just wrote (threads pinned);
   - strata-membw's fold of sets from half the L3 to 9/8 of it: how much
     of each the L3 holds for the VM's cores (l3_sweep, l3_shares);
+  - strata-membw --handoff --nt: the hand-off of a connector's slots
+    written with non-temporal stores, as strata's connectors write them
+    where they timed those faster (from STRATA_SHM_NT_BYTES a call);
   - strata-latency-floor: a cache line's trip between the cores, the hop's
     latency; with more ranks than cores, --ring N: a hop that waits for the
     scheduler, as strata's ranks then wait (sched_yield);
@@ -172,18 +175,25 @@ def membw(args, per_thread_bytes=None):
     return tuple(r / 2 for r in membw_run(args, flags, ("memcpy", r"c=a\+b", "write from cache", "read into cache")))
 
 
-def handoff(args, per_thread_bytes, between):
+def handoff(args, per_thread_bytes, between, nt=False):
     """(write, copy, fold) GB/s per thread of data crossing between the two
     cores (strata-membw --handoff): writing an outbox the other core read
     last, copying and folding one the other core just wrote; each thread
-    reading `between` bytes of its own before it writes again."""
-    return membw_run(args, ["--handoff", "--bytes", str(per_thread_bytes), "--between", str(between)],
-                     ("handoff write", "handoff memcpy", r"handoff c=a\+b"))
+    reading `between` bytes of its own before it writes again; with `nt`,
+    the outboxes written with non-temporal stores."""
+    return membw_run(args, ["--handoff", "--bytes", str(per_thread_bytes), "--between", str(between)] +
+                     (["--nt"] if nt else []), ("handoff write", "handoff memcpy", r"handoff c=a\+b"))
 
 
 # Past the caches: strata-membw's default 256 MiB per buffer; the hand-off's
 # four 32 MiB buffers per thread are 8 times the L3 too.
 DRAM_HANDOFF_BYTES = 32 << 20
+# A connector's slots (STRATA_NSLOTS x STRATA_SLOT_BYTES), written
+# non-temporally with nothing else streaming from DRAM: strata-sim
+# --handoff-nt. 2026-11-29, cores far apart: 26-28 GB/s a write, where the
+# DRAM hand-off, whose 32 MiB outboxes stream as the ranks' buffers do
+# past the caches, writes at 6-7.
+SLOT_RING_BYTES = 8 * (256 << 10)
 
 
 def memory_rates(args):
@@ -261,7 +271,7 @@ def latency_floor(args, ring=None):
 def predict(args, kind, ranks, algo, size, flags):
     with tempfile.NamedTemporaryFile(suffix=".csv") as f:
         run([args.sim, "--calibrate", kind, "--ranks", str(ranks), "--algos", algo, "--sizes", str(size),
-             "--csv", f.name] + flags)
+             "--shm-nt", str(args.shm_nt), "--csv", f.name] + flags)
         return float(next(csv.DictReader(open(f.name)))["time_us"])
 
 
@@ -288,6 +298,8 @@ def model_flags(kind, ranks, size, r, handoffs=True):
     flags += ["--reduce", "%.3f" % dram["fold"], "--output", "%.3f" % dram["output"], "--input", "%.3f" % dram["input"]]
     if handoffs:
         flags += ["--handoff", "%.3f,%.3f,%.3f" % rates(dram)[2:]]
+        if r.get("nt"):
+            flags += ["--handoff-nt", ",".join("%.3f" % r["nt"][k] for k in HANDOFF_FIELDS)]
     # Ranks beyond the cores share them (the sim divides a rank's rates by
     # the ranks per core), and from the caches they fold slower still:
     # procs_fold.
@@ -318,7 +330,8 @@ def bracketed(args, measure):
 def memory_sample(args):
     more = [ranks for _, ranks in args.configs if ranks > os.cpu_count()]
     base = procs_fold(args, os.cpu_count()) if more else None
-    return {"tiers": memory_rates(args), "ring": {ranks: latency_floor(args, ranks) for ranks in more},
+    nt = dict(zip(HANDOFF_FIELDS, handoff(args, SLOT_RING_BYTES, 0, nt=True)))
+    return {"tiers": memory_rates(args), "nt": nt, "ring": {ranks: latency_floor(args, ranks) for ranks in more},
             "shared": {ranks: procs_fold(args, ranks) / base for ranks in more}}
 
 
@@ -345,6 +358,8 @@ def repeat(args, hosts, i, samples, runs):
             print("  past the %d MiB cache's eighth: fold %s GB/s per thread"
                   % (sample["tiers"][1]["cache"] >> 20,
                      ", ".join("%.1f MiB %.2f" % (w / (1 << 20), r) for w, r in sample["tiers"][1]["sweep"])))
+            print("  non-temporal slots, cores %s: slot write %.2f, copy-out %.2f, fold %.2f GB/s per thread "
+                  "(strata-membw --handoff --nt)" % ((where,) + tuple(sample["nt"][k] for k in HANDOFF_FIELDS)))
             for ranks, hop in sample["ring"].items():
                 print("  %d processes on %d cores: %.2f us a hop (strata-latency-floor --ring), fold at %.2f of %d's "
                       "(strata-membw --procs)" % (ranks, os.cpu_count(), hop, sample["shared"][ranks], os.cpu_count()))
@@ -391,13 +406,30 @@ def median_rates(memory, net, floors):
     for t in tiers:
         if "sweep" in t:
             t["shares"] = l3_shares(t.pop("sweep"), t["fold"], tiers[-1]["fold"])
-    r = {"tiers": tiers, "ring": {n: med([m["ring"][n] for m in memory]) for n in memory[0]["ring"]},
+    nts = [m["nt"] for m in memory if "nt" in m]  # none in logs from before it was measured
+    r = {"tiers": tiers, "nt": {k: fast_median([x[k] for x in nts]) for k in HANDOFF_FIELDS} if nts else None,
+         "ring": {n: med([m["ring"][n] for m in memory]) for n in memory[0]["ring"]},
          "shared": {n: med([m["shared"][n] for m in memory]) for n in memory[0].get("shared", {})},
          "floor": med(floors)}
     if net:  # none where no tcp configuration ran (--transports shm)
         r.update(net_gbps={s: med([x["net_gbps"][s] for x in net]) for s in net[0]["net_gbps"]},
                  net_lat=med([x["net_lat"] for x in net]))
     return r
+
+
+# Logs from before calibrate.py printed it were measured with 8 MiB, the
+# default until 2026-11-29.
+SHM_NT_LINE = "strata-perf's shared-memory connectors time their slot stores from %d bytes (STRATA_SHM_NT_BYTES)"
+OLD_SHM_NT_BYTES = 8 << 20
+
+
+def shm_nt_bytes(args):
+    """STRATA_SHM_NT_BYTES as strata-perf will run with it: the environment's,
+    else the registry's default (strata-info --params)."""
+    if os.environ.get("STRATA_SHM_NT_BYTES"):
+        return int(os.environ["STRATA_SHM_NT_BYTES"])
+    table = run([os.path.join(args.build, "src/strata-info"), "--params"])
+    return int(re.search(r"`STRATA_SHM_NT_BYTES` \| \w+ \| `(\d+)`", table).group(1))
 
 
 def measure_all(args):
@@ -416,18 +448,24 @@ def measure_all(args):
 
 
 def parse_log(text):
-    """samples, runs and floors as measure_all() returns them, from the lines
-    repeat() and measure_all() printed. Logs from before the input rate was
+    """samples, runs and floors as measure_all() returns them, and the
+    STRATA_SHM_NT_BYTES the run had, from the lines main(), repeat() and
+    measure_all() printed. Logs from before the input rate was
     measured read it as the copy rate, the fill rate the sim then used; logs
     without the placement probe's lines leave the hop's latency to main()'s
     defaults."""
     samples, runs, floors = {"memory": {}, "net": {}}, {}, {}
+    shm_nt = OLD_SHM_NT_BYTES
     placed = lambda where: None if where == "None" else where  # noqa: E731
     num = r"([\d.]+)"
     tier = re.compile(r"  (DRAM|(\d+) MiB cache), cores (\w+): copy %s, fold %s, output from cache %s"
                       r"(?:, input into cache %s)?; hand-off: slot write %s, copy-out %s, fold %s" % ((num,) * 7))
     sample = None
     for line in text.splitlines():
+        m = re.match(re.escape(SHM_NT_LINE).replace("%d", r"(\d+)"), line)
+        if m:
+            shm_nt = int(m.group(1))
+            continue
         m = tier.match(line)
         if m:
             t = dict(zip(("copy", "fold", "output", "input", "write", "copy_out", "slot_fold"),
@@ -445,6 +483,10 @@ def parse_log(text):
             points = re.findall(r"%s MiB %s" % (num, num), m.group(2))
             next(t for t in sample["tiers"] if t["cache"] == int(m.group(1)) << 20)["sweep"] = \
                 [(int(float(w) * (1 << 20)), float(r)) for w, r in points]
+            continue
+        m = re.match(r"  non-temporal slots, cores \w+: slot write %s, copy-out %s, fold %s" % (num, num, num), line)
+        if m:
+            sample["nt"] = dict(zip(HANDOFF_FIELDS, (float(x) for x in m.groups())))
             continue
         m = re.match(r"  (\d+) processes on \d+ cores: %s us a hop(?:.*?fold at %s of)?" % (num, num), line)
         if m:
@@ -471,7 +513,7 @@ def parse_log(text):
         m = re.match(r"  placement probe: ([\d. ]+) us", line)
         if m:
             add_floors(floors, [float(f) for f in m.group(1).split()])
-    return samples, runs, floors
+    return samples, runs, floors, shm_nt
 
 
 def main():
@@ -497,8 +539,10 @@ def main():
     args.configs = [c for c in CONFIGS if c[0] in args.transports]
 
     if args.replay:
-        samples, runs, floors = parse_log(open(args.replay).read())
+        samples, runs, floors, args.shm_nt = parse_log(open(args.replay).read())
     else:
+        args.shm_nt = shm_nt_bytes(args)
+        print(SHM_NT_LINE % args.shm_nt)
         samples, runs, floors = measure_all(args)
     print()
     print("| cores | transport | ranks | size | algorithm | runs | measured median (us) | runs' spread | "

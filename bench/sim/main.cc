@@ -43,6 +43,8 @@ void usage() {
                "                      core read last, copying and folding one another\n"
                "                      core wrote (default: no limit beyond --shm's and\n"
                "                      --reduce's)\n"
+               "  --handoff-nt WRITE,COPY,FOLD  the same for slots written non-temporally\n"
+               "                      while DRAM carries nothing else (default: --handoff's)\n"
                "  --cache BYTES,COPY,FOLD[,WRITE,HCOPY,HFOLD]  a node's cache of\n"
                "                      BYTES: a rank's copy and fold GB/s while its\n"
                "                      share holds the rank's buffers, and its\n"
@@ -55,8 +57,8 @@ void usage() {
                "  --channels N (4)   --slot BYTES (262144)   --nslots N (8)   "
                "--oneshot BYTES (16384)\n"
                "  --nt BYTES (8M)     results from this size on are written past the caches\n"
-               "  --shm-nt BYTES (8M) a connector carrying this much a call picks its slot\n"
-               "                      stores by timing (STRATA_SHM_NT_BYTES)\n"
+               "  --shm-nt BYTES (512K) a connector carrying this much a call picks its\n"
+               "                      slot stores by timing (STRATA_SHM_NT_BYTES; 0: never)\n"
                "  --budget STEPS      most steps one play runs before "
                "extrapolating (4000000)\n"
                "  --calibrate shm|tcp this machine: 2 cores, ranks on one host "
@@ -131,6 +133,7 @@ void calibrate(const std::string& kind, Scenario& sc, int ranks) {
       h.writeGBps /= share, h.copyOutGBps /= share, h.foldGBps /= share;
     };
     shareHandoff(sc.model.handoff);
+    shareHandoff(sc.model.nonTemporal);
     for (auto& c : sc.model.caches) {
       c.copyGBps /= share, c.foldGBps /= share;
       shareHandoff(c.handoff);
@@ -202,6 +205,10 @@ int main(int argc, char** argv) {
       const auto v = split(value());
       if (v.size() != 3) usage();
       base.model.handoff = {std::atof(v[0].c_str()), std::atof(v[1].c_str()), std::atof(v[2].c_str())};
+    } else if (a == "--handoff-nt") {
+      const auto v = split(value());
+      if (v.size() != 3) usage();
+      base.model.nonTemporal = {std::atof(v[0].c_str()), std::atof(v[1].c_str()), std::atof(v[2].c_str())};
     } else if (a == "--cache") {
       const auto v = split(value());
       if (v.size() != 3 && v.size() != 6) usage();

@@ -25,6 +25,16 @@ double blend(double hit, double cached, double dram) {
   return perByte > 0 ? 1 / perByte : 0;
 }
 
+// The faster of two sets of hand-off rates, by a round of a slot write, a
+// copy-out and a fold (0: no limit).
+NetModel::Handoff faster(const NetModel::Handoff& a, const NetModel::Handoff& b) {
+  auto perByte = [](const NetModel::Handoff& h) {
+    auto t = [](double gbps) { return gbps > 0 ? 1 / gbps : 0; };
+    return t(h.writeGBps) + t(h.copyOutGBps) + t(h.foldGBps);
+  };
+  return perByte(b) < perByte(a) ? b : a;
+}
+
 }  // namespace
 
 double NetModel::Cache::shareOf(double set) const {
@@ -53,6 +63,7 @@ NetModel NetModel::forWorkingSet(double perRankBytes, SlotSets slots, int ranksS
   };
   double hit;
   const Cache* plain = tier(perRankBytes, perRankBytes, &hit);
+  const double buffersHit = hit;
   m.shm.gbps = blend(hit, plain->copyGBps, shm.gbps);
   m.outputGBps = blend(hit, plain->copyGBps, outputGBps > 0 ? outputGBps : shm.gbps);
   m.inputGBps = blend(hit, plain->copyGBps, inputGBps > 0 ? inputGBps : shm.gbps);
@@ -65,6 +76,13 @@ NetModel NetModel::forWorkingSet(double perRankBytes, SlotSets slots, int ranksS
                blend(hit, read->handoff.foldGBps, handoff.foldGBps)};
   m.sameCore = {blend(refillHit, refilled->copyGBps, shm.gbps), blend(hit, read->copyGBps, shm.gbps),
                 blend(hit, read->foldGBps, reduceGBps)};
+  if (slots.timedStores && handoff.writeGBps > 0 && handoff.copyOutGBps > 0 && handoff.foldGBps > 0) {
+    const Handoff& alone = nonTemporal.writeGBps > 0 ? nonTemporal : handoff;
+    const Handoff nt{blend(buffersHit, alone.writeGBps, handoff.writeGBps),
+                     blend(buffersHit, alone.copyOutGBps, handoff.copyOutGBps),
+                     blend(buffersHit, alone.foldGBps, handoff.foldGBps)};
+    m.handoff = faster(m.handoff, nt);
+  }
   return m;
 }
 

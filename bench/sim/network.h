@@ -97,10 +97,13 @@ struct NetModel {
   double spineLatencyUs = 0.5;
   double msgOverheadUs = 0.1;  // a NIC's time per message, on top of the bytes
   double reduceGBps = 10;      // bytes folded per second per rank
-  // Past the caches; also the rates of slots filled with non-temporal
-  // stores, which their receiver reads from DRAM while the ranks' buffers
-  // stream there too (sweep.cc, atWorkingSet).
+  // Past the caches.
   Handoff handoff;
+  // Slots filled with non-temporal stores, which go to DRAM and their
+  // receiver reads from there, while DRAM carries nothing else: a slot
+  // ring's worth (0: handoff's). Where the ranks' buffers stream from DRAM
+  // too, such slots go at handoff's rates (SlotSets::timedStores).
+  Handoff nonTemporal;
   // Between two ranks that share a core: the plain copy and fold rates of
   // the cache the slot's lines are in, which is that core's own
   // (forWorkingSet sets them with handoff's; 0: the plain rates). With this
@@ -136,10 +139,17 @@ struct NetModel {
   // the slot has not left it); past those, the largest serves the share of
   // the set it must hold, `read` for the copy-outs and folds and `refill`
   // for the slot writes (sweep.cc, atWorkingSet, says which sets).
+  // timedStores: the slots' connectors carry enough a call to time regular
+  // against non-temporal stores and keep the faster, as strata's do from
+  // STRATA_SHM_NT_BYTES (transports/shm/shm_slot_stores.h): the hand-off
+  // then takes the faster of the cached rates and the non-temporal ones,
+  // those blended from nonTemporal's and handoff's by the share of the
+  // rank's buffers that the caches hold.
   struct SlotSets {
     double passed;
     double read;
     double refill;
+    bool timedStores = false;
   };
   // This model with shm.gbps and reduceGBps (and outputGBps and inputGBps:
   // the cache's copy rate) from the smallest cache that holds

@@ -131,24 +131,47 @@ TEST(Sim, BusyConnectorsTakeTheFasterSlotStores) {
   sc.nchannels = 1;
   sc.model.shm = {0.1, 20};
   sc.model.reduceGBps = 10;
-  // DRAM's hand-off rates, the non-temporal stores' too, and a cache that
-  // holds everything, so its hand-off rates are the cached ones unblended.
+  // A cache that holds everything, so its hand-off rates are the cached ones
+  // unblended, and the non-temporal ones are nonTemporal's (DRAM carries the
+  // slots alone).
   const NetModel::Handoff slow{2, 20, 15}, fast{20, 20, 15};
-  sc.model.handoff = fast;
+  sc.model.handoff = {4, 10, 8};
+  sc.model.nonTemporal = fast;
   sc.model.caches = {{1e12, 20, 10, slow, {}}};
   const uint64_t bytes = uint64_t(16) << 20;
   const double chosen = simulate(kHalvingDoubling, sc, bytes).timeUs;
   Scenario reference = sc;
   reference.model.caches[0].handoff = fast;
-  reference.shmNtBytes = uint64_t(1) << 40;
+  reference.shmNtBytes = 0;
   EXPECT_DOUBLE_EQ(chosen, simulate(kHalvingDoubling, reference, bytes).timeUs);
   Scenario regular = sc;
   regular.shmNtBytes = bytes + 1;
   const double cached = simulate(kHalvingDoubling, regular, bytes).timeUs;
   EXPECT_GT(cached, 1.5 * chosen) << cached << " " << chosen;
   Scenario slower = sc;
-  slower.model.handoff = {1, 20, 15};
+  slower.model.nonTemporal = {1, 20, 15};
   EXPECT_DOUBLE_EQ(simulate(kHalvingDoubling, slower, bytes).timeUs, cached);
+}
+
+// Where the caches hold a share h of the ranks' buffers, non-temporal slots
+// go at nonTemporal's rates for h of their bytes and DRAM's hand-off rates
+// (the buffers streaming there too) for the rest; the faster of those and
+// the cached rates wins. A 48 MB set in a 32 MB cache: h = 2/3.
+TEST(Sim, NonTemporalSlotsBlendByWhatTheCachesHold) {
+  NetModel m;
+  m.shm.gbps = 10;
+  m.handoff = {6, 8, 7};
+  m.nonTemporal = {30, 24, 21};
+  m.caches = {{32e6, 40, 20, {2, 20, 15}, {}}};
+  const NetModel::SlotSets timed{48e6, 24e6, 24e6, true};
+  const NetModel got = m.forWorkingSet(24e6, timed, 2);
+  const double h = 2.0 / 3;
+  EXPECT_NEAR(got.handoff.writeGBps, 1 / (h / 30 + (1 - h) / 6), 1e-9);
+  EXPECT_NEAR(got.handoff.copyOutGBps, 1 / (h / 24 + (1 - h) / 8), 1e-9);
+  EXPECT_NEAR(got.handoff.foldGBps, 1 / (h / 21 + (1 - h) / 7), 1e-9);
+  NetModel::SlotSets untimed = timed;
+  untimed.timedStores = false;
+  EXPECT_NEAR(m.forWorkingSet(24e6, untimed, 2).handoff.writeGBps, 1 / (h / 2 + (1 - h) / 6), 1e-9);
 }
 
 // Measured shares: interpolated between two points, the first's below

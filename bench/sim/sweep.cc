@@ -161,18 +161,6 @@ SlotTraffic slotTraffic(const AllreduceAlgorithm& algo, const Scenario& sc, cons
   return t;
 }
 
-// The hand-off rates of a connector that picks its slot stores by timing:
-// `cached` with regular stores, `nonTemporal` with non-temporal ones, which
-// ever make a round of a slot write, a copy-out and a fold faster.
-NetModel::Handoff fasterStores(const NetModel::Handoff& cached, const NetModel::Handoff& nonTemporal) {
-  auto perByte = [](const NetModel::Handoff& h) {  // 0: no limit
-    auto t = [](double gbps) { return gbps > 0 ? 1 / gbps : 0; };
-    return t(h.writeGBps) + t(h.copyOutGBps) + t(h.foldGBps);
-  };
-  const bool measured = nonTemporal.writeGBps > 0 && nonTemporal.copyOutGBps > 0 && nonTemporal.foldGBps > 0;
-  return measured && perByte(nonTemporal) < perByte(cached) ? nonTemporal : cached;
-}
-
 // The scenario with the memory rates of the working set of one rank: its
 // input and output, and the slots it writes (all it sends, up to its
 // connectors' nslots slots per channel); and the hand-off rates of where
@@ -246,10 +234,9 @@ Scenario atWorkingSet(const AllreduceAlgorithm& algo, const Scenario& sc, const 
   const double streamed = bytes >= sc.ntBytes ? 1.0 : 2.0;  // input (and output) through the caches
   const SlotTraffic t = slotTraffic(algo, sc, layout, bytes / kElem, nch);
   const double plain = 2.0 * bytes + written, reuse = t.reuseCalls * (streamed * bytes + t.sentBytes);
-  NetModel::SlotSets sets{reuse, reuse, reuse};
+  NetModel::SlotSets sets{reuse, reuse, reuse, sc.shmNtBytes > 0 && t.busiestBytes >= sc.shmNtBytes};
   if (bytes < sc.ntBytes) sets.read = std::min(reuse, plain), sets.refill = plain;
   s.model = sc.model.forWorkingSet(plain, sets, sc.topo.ranksPerNode);
-  if (t.busiestBytes >= sc.shmNtBytes) s.model.handoff = fasterStores(s.model.handoff, sc.model.handoff);
   return s;
 }
 

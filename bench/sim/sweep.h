@@ -35,8 +35,8 @@ struct Scenario {
   uint64_t ntBytes = 8u << 20;    // STRATA_NT_BYTES: from here results are written past the caches
   // STRATA_SHM_NT_BYTES: a shared-memory connector that carries this much in
   // a call fills its slots with whichever of regular and non-temporal
-  // stores it timed faster (transports/shm/shm_slot_stores.h).
-  uint64_t shmNtBytes = 8u << 20;
+  // stores it timed faster (transports/shm/shm_slot_stores.h; 0: never).
+  uint64_t shmNtBytes = 512u << 10;
   uint64_t stepBudget = 4000000;  // most steps one play may run before extrapolating
 };
 
