@@ -212,17 +212,20 @@ SlotTraffic slotTraffic(const AllreduceAlgorithm& algo, const Scenario& sc, cons
 // distance. 8 ranks at 16 MiB on this machine ran at the L3's hand-off
 // rates (14.1 ms; 27.9 predicted from DRAM's).
 // A connector that carries shmNtBytes in a call times regular against
-// non-temporal slot stores and keeps the faster; non-temporal slots go to
-// DRAM, where the ranks' buffers stream too, so they take DRAM's hand-off
-// rates (its probe streams 32 MiB outboxes). Near, the cached rates win.
-// Far apart (2026-11-29, strata-perf --ranks N --bind -b 16M -e 16M),
-// 2 ranks took 2.3-2.7 ms as built and 7.0-7.9 with STRATA_SHM_NT_BYTES=0,
-// 4 ranks 11.0 and 14.5; with the cached rates alone the sim put them at
-// 7.8 and 15.6 ms (run BA, 3.70 and 1.49 times the medians), with the
-// choice at 5.6 and 9.8 (2.64, 0.94; 8 ranks 1.80 -> 1.07). A probe of a
-// 2 MiB slot ring written non-temporally and read with nothing else
-// streaming (26-28 GB/s a write far) put 2 ranks at 0.82 but 4 and 8 ranks
-// at 0.42 and 0.48.
+// non-temporal slot stores and keeps the faster (NetModel::SlotSets::
+// timedStores); non-temporal slots go to DRAM and are read from there.
+// Near, the cached rates win. Far apart (2026-11-29, strata-perf --ranks N
+// --bind -b 16M -e 16M), 2 ranks took 2.3-2.7 ms as built and 7.0-7.9
+// with STRATA_SHM_NT_BYTES=0, 4 ranks 11.0 and 14.5; with the cached rates
+// alone the sim put them at 7.8 and 15.6 ms (run BA, 3.70 and 1.49 times
+// the medians). Taking DRAM's hand-off rates for the non-temporal slots
+// (its probe streams 32 MiB outboxes, as the ranks' buffers stream) put
+// them at 2.64 and 0.94 (8 ranks 1.80 -> 1.07); taking those of a 2 MiB
+// slot ring written non-temporally with nothing else in DRAM (26-28 GB/s a
+// write) at 0.82 and 0.42 (8 ranks 0.48). Blended by the share of the
+// buffers the caches hold: 1.85, 0.82, 1.00 (BA); and, measured after
+// strata timed its stores from 512 KiB, 2 ranks at 1 MiB, whose buffers
+// the L3 holds, at 1.01 (101 us, run BC).
 // The plays at smaller counts that an extrapolation runs keep the real
 // count's rates.
 Scenario atWorkingSet(const AllreduceAlgorithm& algo, const Scenario& sc, const Layout& layout, uint64_t bytes,
