@@ -19,12 +19,12 @@
 // sender's core just wrote (NetModel::Handoff); between two ranks that share
 // a core they stay in its own caches (NetModel::sameCore). A step that also
 // reads or writes the rank's own buffers goes at the slower of the hand-off
-// rate and the plain rate of that traffic: filling a slot from the input, or folding
-// a slot and the input into the next slot, reads one buffer into cache (the
-// input rate, not a copy's: no buffer is written); a fold into the output
-// reads one and writes one (a copy's, not a plain fold's two and one); a
-// copy out writes the output. One that copies a received slot on to the
-// next touches slots alone.
+// rate and the plain rate of that traffic: filling a slot from the input,
+// or folding a slot and the input into the next slot, reads one buffer into
+// cache (the input rate, not a copy's: no buffer is written); a fold into
+// the output reads one and writes one (a copy's, not a plain fold's two and
+// one); a copy out writes the output. One that copies a received slot on
+// to the next touches slots alone.
 // Memory rates follow the working set, for the whole play: the plain copy
 // and fold rates that of a rank's input, output and the slots it writes;
 // the hand-off's rates those of the cache the slot's lines are in, a

@@ -129,8 +129,8 @@ namespace {
 
 // Rank 0's shared-memory connectors in one call (one per channel and peer).
 struct SlotTraffic {
-  double reuseCalls = 0;    // the slots' reuse distance, in calls (below)
-  uint64_t sentBytes = 0;   // all that rank 0 sends
+  double reuseCalls = 0;      // the slots' reuse distance, in calls (below)
+  uint64_t sentBytes = 0;     // all that rank 0 sends
   uint64_t busiestBytes = 0;  // the most one connector to a rank of its node carries
 };
 
