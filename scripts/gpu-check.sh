@@ -3,7 +3,12 @@
 # H100: driver 580, nvcc 13.0, torch with CUDA 13 as python3, the
 # nvidia-nccl-cu13 wheel, compute-sanitizer; no network, nothing to install).
 # Before sending the checkout there, run scripts/gpu-carry.sh here and send
-# third_party/nccl-tests with it (it is git-ignored).
+# third_party/nccl-tests with it (it is git-ignored). That machine has no
+# hwloc, GoogleTest or PMIx to build strata with: scripts/gpu-carry.sh --build
+# builds it here and packs third_party/gpu-build, which this script then
+# uses instead of building (send it too): its tests run from what meson
+# would run them with (scripts/gpu/run_carried_tests.py), and the checks that
+# build against that machine's own torch do not run.
 #
 #   usage: scripts/gpu-check.sh
 #
@@ -25,13 +30,30 @@
 # Environment: GPU_CHECK_BUILD (build directory, default build-gpu),
 # GPU_CHECK_LOGS (one log per check, default <build>-logs),
 # GPU_CHECK_MAX_BYTES (nccl-tests' largest size, default 64M),
-# GPU_CHECK_SANITIZE (the gpu-suite test to run under compute-sanitizer).
+# GPU_CHECK_SANITIZE (the gpu-suite test to run under compute-sanitizer),
+# GPU_CHECK_DEADLINE (seconds for the whole run, default 7200: every check's
+# deadline is cut to what is left, so the table comes out in time),
+# GPU_CHECK_TEST_CAP (a carried build's tests: longest timeout of any, in
+# seconds; default meson's own).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
-build=${GPU_CHECK_BUILD:-$root/build-gpu}
+carried=$root/third_party/gpu-build
+if [ -z "${GPU_CHECK_BUILD:-}" ] && [ -f "$carried.tar.xz" ] && [ ! -f "$carried/origin" ]; then
+  tar xJf "$carried.tar.xz" -C "$root/third_party" || exit 1
+fi
+if [ -z "${GPU_CHECK_BUILD:-}" ] && [ -f "$carried/origin" ]; then
+  build=$carried
+  # What strata's programs load beyond the C and C++ runtimes.
+  export LD_LIBRARY_PATH=$carried/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export HWLOC_PLUGINS_PATH=$carried/lib/hwloc
+else
+  carried=""
+  build=${GPU_CHECK_BUILD:-$root/build-gpu}
+fi
 logs=${GPU_CHECK_LOGS:-$build-logs}
 maxBytes=${GPU_CHECK_MAX_BYTES:-64M}
+deadline=$(( $(date +%s) + ${GPU_CHECK_DEADLINE:-7200} ))
 mkdir -p "$logs" || exit 1
 
 names=() results=() details=()
@@ -43,10 +65,14 @@ record() {  # record NAME PASS|FAIL|NOT RUN DETAIL
 }
 logOf() { echo "$logs/${1//[^A-Za-z0-9_.-]/_}.log"; }
 run() {  # run NAME SECONDS CMD...: CMD's output goes to NAME's log; a deadline ends it (status 124)
-  local name=$1 limit=$2
+  local name=$1 limit=$2 left
   shift 2
   echo "# $*" >"$(logOf "$name")"
-  timeout --kill-after=30 "$limit" "$@" >>"$(logOf "$name")" 2>&1
+  # The whole run's deadline, less time for the table.
+  left=$(( deadline - $(date +%s) - 15 ))
+  [ "$left" -lt "$limit" ] && limit=$left
+  [ "$limit" -gt 0 ] || { echo "# no time left" >>"$(logOf "$name")"; return 124; }
+  timeout --kill-after=10 "$limit" "$@" >>"$(logOf "$name")" 2>&1
 }
 why() {  # why STATUS NAME: a failed command's status, and its log's first error (else last line)
   local last
@@ -101,7 +127,15 @@ fi
 # --- build strata with CUDA ---------------------------------------------------
 built=0
 libnccl=""
-if [ ${#meson[@]} -eq 0 ] || [ -z "$ninja" ] || [ -z "$nvcc" ]; then
+if [ -n "$carried" ]; then
+  if [ -e "$carried/bindings/nccl/libnccl.so.2" ]; then
+    built=1
+    libnccl=$(readlink -f "$carried/bindings/nccl/libnccl.so.2")
+    record "build (-Dcuda=enabled)" "PASS" "carried: built by scripts/gpu-carry.sh --build from $(sed -n 3p "$carried/origin"); $(basename "$libnccl")"
+  else
+    record "build (-Dcuda=enabled)" "FAIL" "$carried has no bindings/nccl/libnccl.so.2: run scripts/gpu-carry.sh --build again"
+  fi
+elif [ ${#meson[@]} -eq 0 ] || [ -z "$ninja" ] || [ -z "$nvcc" ]; then
   record "build (-Dcuda=enabled)" "NOT RUN" "needs meson, ninja and nvcc"
 elif ! grep -q "option('cuda'" meson_options.txt; then
   record "build (-Dcuda=enabled)" "FAIL" "this checkout's meson_options.txt has no cuda option"
@@ -128,19 +162,27 @@ else
 fi
 
 # --- meson's GPU and NCCL suites -------------------------------------------------
-for suite in gpu nccl; do
+# A carried build runs both suites at once (a test in both runs once).
+suites=(gpu nccl)
+[ -n "$carried" ] && suites=(gpu+nccl)
+for suite in "${suites[@]}"; do
   name="meson test --suite $suite"
-  if [ $built -eq 0 ]; then
+  if [ $built -eq 1 ] && [ -n "$carried" ]; then
+    run "$name" 2400 python3 scripts/gpu/run_carried_tests.py "$carried" --cap "${GPU_CHECK_TEST_CAP:-0}"
+    status=$?
+    listed=$(grep -cE '^[0-9]+/[0-9]+ ' "$(logOf "$name")")
+  elif [ $built -eq 0 ]; then
     record "$name" "NOT RUN" "strata did not build"
     continue
+  else
+    listed=$("${meson[@]}" test -C "$build" --no-rebuild --list --suite "$suite" 2>/dev/null | grep -c ' / ')
+    if [ "$listed" -eq 0 ]; then
+      record "$name" "NOT RUN" "no tests in suite $suite (none defined in this checkout, or no GoogleTest: tests/ needs it)"
+      continue
+    fi
+    run "$name" 2400 "${meson[@]}" test -C "$build" --no-rebuild --suite "$suite" --print-errorlogs
+    status=$?
   fi
-  listed=$("${meson[@]}" test -C "$build" --no-rebuild --list --suite "$suite" 2>/dev/null | grep -c ' / ')
-  if [ "$listed" -eq 0 ]; then
-    record "$name" "NOT RUN" "no tests in suite $suite (none defined in this checkout, or no GoogleTest: tests/ needs it)"
-    continue
-  fi
-  run "$name" 2400 "${meson[@]}" test -C "$build" --no-rebuild --suite "$suite" --print-errorlogs
-  status=$?
   counts=$(grep -E '^(Ok|Fail|Skipped|Timeout|Unexpected Pass):' "$(logOf "$name")" | tr -s ' ' | tr '\n' ' ')
   # Where there is a GPU, a test that skips did not check what it is for.
   skipped=$(sed -n 's/.* \/ \([^ ]*\) *SKIP .*/\1/p' "$(logOf "$name")" | tr '\n' ' ')
@@ -182,7 +224,17 @@ fi
 ntests=$root/third_party/nccl-tests
 ntbin=$build/nccl-tests
 ntbuilt=0
-if [ $built -eq 0 ]; then
+if [ -n "$carried" ] && [ $built -eq 1 ]; then
+  ntbin=$carried/nccl-tests
+  if [ -x "$ntbin/all_reduce_perf" ]; then
+    ntbuilt=1
+    record "nccl-tests build" "PASS" "carried: built by scripts/gpu-carry.sh --build against strata's libnccl.so.2"
+  else
+    record "nccl-tests build" "FAIL" "$ntbin has no all_reduce_perf: run scripts/gpu-carry.sh --build again"
+  fi
+  # Its programs find libnccl.so.2 where they were linked; here it is beside them.
+  export LD_LIBRARY_PATH=$carried/bindings/nccl:$LD_LIBRARY_PATH
+elif [ $built -eq 0 ]; then
   record "nccl-tests build" "NOT RUN" "strata did not build"
 elif [ ! -f "$ntests/src/common.cu" ]; then
   record "nccl-tests build" "NOT RUN" "no $ntests: run scripts/gpu-carry.sh before sending the checkout"
@@ -312,7 +364,9 @@ done
 # timeouts, subgroups, DDP and its hooks; 2 and 4 ranks, CPU tensors).
 name="strata torch backend on this torch"
 tbuild="$build-torch"
-if ! timeout 120 python3 -c 'import torch' >/dev/null 2>&1; then
+if [ -n "$carried" ]; then
+  record "$name" "NOT RUN" "a carried build: the backend builds against this machine's torch only where strata builds"
+elif ! timeout 120 python3 -c 'import torch' >/dev/null 2>&1; then
   record "$name" "NOT RUN" "python3 cannot import torch"
 elif [ ${#meson[@]} -eq 0 ] || [ -z "$ninja" ]; then
   record "$name" "NOT RUN" "needs meson and ninja"
@@ -388,13 +442,21 @@ else
   # GPU_CHECK_SANITIZE names a test of the gpu suite; by default nccl_stream
   # (ranks exchanging device buffers on streams through the NCCL library),
   # else the suite's first test, else nccl-tests' all_reduce with one rank.
-  gpuTests=$("${meson[@]}" test -C "$build" --no-rebuild --list --suite gpu 2>/dev/null | sed -n 's/.* \/ //p')
+  if [ -n "$carried" ]; then
+    gpuTests=$(python3 -c 'import json, sys; [print(t["name"]) for t in json.load(open(sys.argv[1])) if "gpu" in t["suite"]]' "$carried/tests.json")
+  else
+    gpuTests=$("${meson[@]}" test -C "$build" --no-rebuild --list --suite gpu 2>/dev/null | sed -n 's/.* \/ //p')
+  fi
   target=${GPU_CHECK_SANITIZE:-}
   [ -z "$target" ] && grep -qx nccl_stream <<<"$gpuTests" && target=nccl_stream
   [ -z "$target" ] && target=$(head -n 1 <<<"$gpuTests")
   memcheck=("$sanitizer" --tool memcheck --error-exitcode 99 --target-processes all)
   if [ -n "$target" ]; then
-    run "$name" 1800 "${meson[@]}" test -C "$build" --no-rebuild --verbose --wrapper "${memcheck[*]}" "$target"
+    if [ -n "$carried" ]; then
+      run "$name" 1800 python3 scripts/gpu/run_carried_tests.py "$carried" --only "$target" --wrapper "${memcheck[*]}"
+    else
+      run "$name" 1800 "${meson[@]}" test -C "$build" --no-rebuild --verbose --wrapper "${memcheck[*]}" "$target"
+    fi
     status=$?
     what="meson test $target"
   elif [ $ntbuilt -eq 1 ]; then
