@@ -139,12 +139,13 @@ Status Stager::reserve(const std::vector<PartSpec>& parts, const PreMul& premul,
     const bool stageOut = p.out.bytes > 0 && p.out.staged;
     const bool inInOut = stageIn && stageOut && inside(p.in.ptr, p.out);
     const bool outInIn = stageIn && stageOut && !inInOut && inside(p.out.ptr, p.in);
-    if (stageIn && !outInIn) {
+    // The one holding the other gets the area; the other is placed inside it.
+    if (stageIn) {
       if (inInOut) inAt[i] = SIZE_MAX - 1;  // resolved below, from the output's area
       else inAt[i] = bytes, bytes += alignUp(p.in.bytes);
     }
-    if (stageOut && !inInOut) {
-      if (outInIn) outAt[i] = SIZE_MAX - 1;
+    if (stageOut) {
+      if (outInIn) outAt[i] = SIZE_MAX - 1;  // resolved below, from the input's area
       else outAt[i] = bytes, bytes += alignUp(p.out.bytes);
     }
   }

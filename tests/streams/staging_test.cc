@@ -187,6 +187,14 @@ TEST(Staging, ABrokenStreamFailsTheCallAndTheBlockWaitsForIt) {
   EXPECT_EQ(stager.inFlight(), 0u);
 }
 
+// Whether p lies in the caller's buffer: a staged ("device") buffer is
+// never touched by the host, only by the stream's copies.
+bool inCaller(const void* p, const std::vector<float>& buf) {
+  auto* c = reinterpret_cast<const char*>(p);
+  auto* b = reinterpret_cast<const char*>(buf.data());
+  return c >= b && c < b + buf.size() * sizeof(float);
+}
+
 TEST(Staging, InPlaceBuffersShareOneStagingArea) {
   Stager stager = makeStager();
   HostLane lane;
@@ -196,6 +204,7 @@ TEST(Staging, InPlaceBuffersShareOneStagingArea) {
   const size_t block = 256 * sizeof(float);
   StagedOp* op = nullptr;
   ASSERT_TRUE(stage(stager, lane, {{{buf.data() + 512, block, true}, {buf.data(), 4 * block, true}}}, {}, &op).isOk());
+  EXPECT_FALSE(inCaller(op->parts[0].hostOutput(), buf)) << "the output is staged, not the caller's memory";
   EXPECT_EQ(op->parts[0].hostInput(), op->parts[0].hostOutput() + 2 * block);
   ASSERT_TRUE(eventually([&] { return op->parts[0].ready(block); }));
   EXPECT_EQ(0, std::memcmp(op->parts[0].hostInput(), buf.data() + 512, block));
@@ -205,10 +214,43 @@ TEST(Staging, InPlaceBuffersShareOneStagingArea) {
   // reduce_scatter in place: the output is block 1 of the input.
   StagedOp* rs = nullptr;
   ASSERT_TRUE(stage(stager, lane, {{{buf.data(), 4 * block, true}, {buf.data() + 256, block, true}}}, {}, &rs).isOk());
+  EXPECT_FALSE(inCaller(rs->parts[0].hostInput(), buf)) << "the input is staged, not the caller's memory";
   EXPECT_EQ(rs->parts[0].hostOutput(), rs->parts[0].hostInput() + block);
   rs->request.start(1);
   rs->request.channelDone();
   lane.sync();
+}
+
+// An allreduce in place (sendbuf == recvbuf), pre-multiplied as PyTorch's
+// average is: one staging area, the input copied in and scaled there, the
+// result copied back over the caller's buffer.
+TEST(Staging, AnAllreduceInPlaceIsStagedAndCopiedBack) {
+  Stager stager = makeStager();
+  HostLane lane;
+  std::vector<float> buf = ramp(3000, 1.f);  // three chunks
+  const std::vector<float> before = buf;
+  const size_t bytes = buf.size() * sizeof(float);
+  PreMul half;
+  half.set = true;
+  half.datatype = STRATA_FLOAT32;
+  const float scalar = 0.5f;
+  std::memcpy(half.value, &scalar, sizeof(scalar));
+  StagedOp* op = nullptr;
+  ASSERT_TRUE(stage(stager, lane, {{{buf.data(), bytes, true}, {buf.data(), bytes, true}}}, half, &op).isOk());
+  StagedPart& part = op->parts[0];
+  EXPECT_FALSE(inCaller(part.hostInput(), buf));
+  EXPECT_EQ(part.hostInput(), part.hostOutput());
+  ASSERT_TRUE(eventually([&] { return part.ready(bytes); }));
+  const auto* in = reinterpret_cast<const float*>(part.hostInput());
+  for (size_t i = 0; i < buf.size(); ++i) ASSERT_EQ(in[i], before[i] * 0.5f) << i;
+  EXPECT_EQ(buf, before) << "the caller's buffer is untouched until the stream copies the result back";
+  auto* out = reinterpret_cast<float*>(part.hostOutput());
+  for (size_t i = 0; i < buf.size(); ++i) out[i] = in[i] + 1.f;  // the host collective's result
+  op->request.start(1);
+  op->request.channelDone();
+  lane.sync();
+  ASSERT_TRUE(eventually([&] { return op->finished(); }));
+  for (size_t i = 0; i < buf.size(); ++i) ASSERT_EQ(buf[i], before[i] * 0.5f + 1.f) << i;
 }
 
 TEST(Staging, HostBuffersAreUsedWhereTheyAre) {
