@@ -618,9 +618,12 @@ bool Comm::onDevice(const streams::PartSpec& part, const streams::PreMul& premul
   // Reproducible mode stages through host memory: on device memory, plans
   // beyond two ranks are rings and chains (deviceTuning_), not rank-order folds.
   if (!deviceWanted_ || premul.set || part.in.bytes + part.out.bytes == 0 || config_.reproducible) return false;
+  // Until the first such call connects, the device is the one connecting
+  // will adopt: the caller's current one.
+  const int device = deviceTried_ ? device_ : gpu::currentDevice();
   auto reached = [&](const streams::UserBuffer& b) {
     return b.bytes == 0 || b.kind == gpu::MemKind::Managed || b.kind == gpu::MemKind::PinnedHost ||
-           (b.kind == gpu::MemKind::Device && b.device == device_);
+           (b.kind == gpu::MemKind::Device && b.device == device);
   };
   return reached(part.in) && reached(part.out);
 }
