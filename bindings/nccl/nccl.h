@@ -222,6 +222,38 @@ ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
 
+/* More entry points of newer NCCL headers, which PyTorch 2.11's libtorch_cuda
+ * binds when it loads (so they must exist) and calls only for features it
+ * is asked for.
+ * Windows (2.27): registered like ncclCommRegister, a no-op whose handle only
+ * pairs the calls; collectives on the memory work with or without one.
+ * Device communicators (2.28, kernels that communicate): strata has none;
+ * ncclDevCommCreate returns ncclInvalidUsage and says so.
+ * ncclGroupSimulateEnd (2.22) would end the group without running its
+ * operations and estimate their time: strata cannot leave queued
+ * operations unrun, so it returns ncclInvalidUsage with the group still
+ * open (ncclGroupEnd runs them). */
+typedef struct ncclWindow* ncclWindow_t;
+#define NCCL_WIN_DEFAULT 0x00
+#define NCCL_WIN_COLL_SYMMETRIC 0x01
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                    int winFlags);
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
+typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;
+typedef struct ncclDevComm ncclDevComm_t;
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t* reqs,
+                               ncclDevComm_t* outDevComm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t* devComm);
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  float estimatedTime;
+} ncclSimInfo_t;
+#define NCCL_SIM_INFO_INITIALIZER \
+  { sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), -1.0f }
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
+
 /* NCCL's profiling names: each call above under a second name (pncclX is
  * ncclX), so that a tool that defines ncclX to wrap it can call the real one. */
 ncclResult_t pncclMemAlloc(void** ptr, size_t size);
@@ -282,6 +314,13 @@ ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                           ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclGroupStart(void);
 ncclResult_t pncclGroupEnd(void);
+ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                     int winFlags);
+ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
+ncclResult_t pncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t* reqs,
+                                ncclDevComm_t* outDevComm);
+ncclResult_t pncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t* devComm);
+ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 
 #ifdef __cplusplus
 }

@@ -744,6 +744,38 @@ ncclResult_t ncclGroupEnd(void) try {
   return r;
 } NCCL_CATCH_ESCAPES
 
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) try {
+  if (!win) return fail(ncclInvalidArgument, comm, "win (the output pointer) is NULL");
+  if (winFlags & ~NCCL_WIN_COLL_SYMMETRIC) return fail(ncclInvalidArgument, comm, "winFlags=%#x has unknown bits", winFlags);
+  void* handle = nullptr;
+  ncclResult_t r = ncclCommRegister(comm, buff, size, &handle);
+  if (r == ncclSuccess) *win = static_cast<ncclWindow_t>(handle);
+  return r;
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) try {
+  return ncclCommDeregister(comm, win);
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t* /*reqs*/, ncclDevComm_t* outDevComm) try {
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  if (!outDevComm) return fail(ncclInvalidArgument, comm, "outDevComm (the output pointer) is NULL");
+  return fail(ncclInvalidUsage, comm, "strata has no device communicators (NCCL's device API for kernels that communicate)");
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t* devComm) try {
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  return fail(ncclInvalidArgument, comm, "devComm=%p was not made by ncclDevCommCreate: strata makes none",
+              static_cast<const void*>(devComm));
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) try {
+  if (!simInfo) return fail(ncclInvalidArgument, nullptr, "simInfo is NULL");
+  if (tGroupDepth == 0) return fail(ncclInvalidUsage, nullptr, "no group is open: ncclGroupSimulateEnd ends one");
+  return fail(ncclInvalidUsage, nullptr,
+              "strata cannot simulate a group: its operations stay queued and the group open; ncclGroupEnd runs them");
+} NCCL_CATCH_ESCAPES
+
 // NCCL's profiling names (pncclX): the same functions, for tools that wrap ncclX.
 #define NCCL_PROFILING_NAME(fn) __typeof__(fn) p##fn __attribute__((alias(#fn)));
 NCCL_PROFILING_NAME(ncclMemAlloc)
@@ -785,6 +817,11 @@ NCCL_PROFILING_NAME(ncclGather)
 NCCL_PROFILING_NAME(ncclScatter)
 NCCL_PROFILING_NAME(ncclGroupStart)
 NCCL_PROFILING_NAME(ncclGroupEnd)
+NCCL_PROFILING_NAME(ncclCommWindowRegister)
+NCCL_PROFILING_NAME(ncclCommWindowDeregister)
+NCCL_PROFILING_NAME(ncclDevCommCreate)
+NCCL_PROFILING_NAME(ncclDevCommDestroy)
+NCCL_PROFILING_NAME(ncclGroupSimulateEnd)
 #undef NCCL_PROFILING_NAME
 
 }  // extern "C"

@@ -400,6 +400,41 @@ static void registration(ncclComm_t comm) {
   /* handles[1] stays registered: ncclCommDestroy frees it. */
 }
 
+/* The entry points of newer headers that PyTorch binds: windows pair like
+ * registrations, device communicators and simulated groups are refused
+ * with their reason, and a refused simulation leaves the group to run. */
+static void newerEntryPoints(ncclComm_t comm) {
+  float buf[33];
+  ncclWindow_t win = NULL;
+  NCCL_OK(ncclCommWindowRegister(comm, buf, sizeof(buf), &win, NCCL_WIN_COLL_SYMMETRIC), comm);
+  CHECK(win != NULL, "window handle is NULL");
+  NCCL_OK(ncclCommWindowDeregister(comm, win), comm);
+  ncclResult_t r = ncclCommWindowDeregister(comm, win);
+  CHECK(r == ncclInvalidArgument, "window deregistered twice: %d", r);
+  r = ncclCommWindowRegister(comm, buf, sizeof(buf), &win, 0x40);
+  CHECK(r == ncclInvalidArgument && strstr(ncclGetLastError(comm), "winFlags"), "winFlags 0x40: %d '%s'", r,
+        ncclGetLastError(comm));
+  ncclDevComm_t* devComm = (ncclDevComm_t*)buf;
+  r = ncclDevCommCreate(comm, NULL, devComm);
+  CHECK(r == ncclInvalidUsage && strstr(ncclGetLastError(comm), "device"), "ncclDevCommCreate: %d '%s'", r,
+        ncclGetLastError(comm));
+
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  r = ncclGroupSimulateEnd(&sim);
+  CHECK(r == ncclInvalidUsage && strstr(ncclGetLastError(NULL), "no group"), "simulate outside a group: %d '%s'",
+        r, ncclGetLastError(NULL));
+  for (int i = 0; i < 33; ++i) buf[i] = (float)(me + i);
+  NCCL_OK(ncclGroupStart(), comm);
+  NCCL_OK(ncclAllReduce(buf, buf, 33, ncclFloat32, ncclSum, comm, NULL), comm);
+  r = ncclGroupSimulateEnd(&sim);
+  CHECK(r == ncclInvalidUsage && strstr(ncclGetLastError(NULL), "ncclGroupEnd runs them"),
+        "simulate inside a group: %d '%s'", r, ncclGetLastError(NULL));
+  NCCL_OK(ncclGroupEnd(), comm);
+  size_t bad = 0;
+  for (int i = 0; i < 33; ++i) bad += buf[i] != (float)(NRANKS * (NRANKS - 1) / 2 + NRANKS * i);
+  CHECK(bad == 0, "the group left open by ncclGroupSimulateEnd: %zu wrong elements", bad);
+}
+
 /* ncclCommInitRankScalable over two ids (strata needs the first). */
 static void scalableInit(const ncclUniqueId* ids) {
   ncclUniqueId copy[2];
@@ -474,6 +509,7 @@ int runRank(int rank, ncclUniqueId id, const ncclUniqueId* scalableIds) {
   premulSums(comm);
   rootedAndAllToAll(comm);
   registration(comm);
+  newerEntryPoints(comm);
   if (probeGpu()) {
     if (rank == 0) printf("a GPU is usable: the calls on a stream are tested by the gpu suite instead\n");
   } else {
