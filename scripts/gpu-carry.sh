@@ -60,7 +60,8 @@ for t in json.load(sys.stdin):
     if {"gpu", "nccl"} & set(t["suite"]) and t["name"] != "nccl_tests_build":
         tests.append(t)
 json.dump(tests, sys.stdout, indent=1)' >"$out/tests.json"
-dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo " with uncommitted changes" || true)
+dirty=""
+git diff --quiet HEAD -- || dirty=" with uncommitted changes"
 printf '%s\n%s\n%s\n' "$PWD" "$(cd "$dir" && pwd)" "$(git rev-parse --short HEAD)$dirty" >"$out/origin"
 # What the tests run, the GPU programs, strata-topo and strata-info, the
 # libraries they load from the build, and nccl-tests' programs, each at the

@@ -194,7 +194,11 @@ int main(int argc, char** argv) {
   std::vector<pid_t> pids;
   for (int r = 0; r < a.ranks; ++r) {
     pid_t pid = fork();
-    if (pid == 0) _exit(runRank(a, r, ids));
+    if (pid == 0) {
+      const int code = runRank(a, r, ids);
+      std::fflush(nullptr);  // rank 0's table: _exit flushes no stdio buffer
+      _exit(code);
+    }
     pids.push_back(pid);
   }
   // A wrong result (1) outranks a GPU that refused (2).

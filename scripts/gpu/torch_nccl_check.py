@@ -14,6 +14,7 @@ check and exits 0 only when every check passed on every rank.
 script itself); no library is expected then.
 """
 import argparse
+import ctypes
 import datetime
 import inspect
 import json
@@ -56,10 +57,26 @@ def check_library(expect):
     want = os.path.realpath(expect)
     if want not in {os.path.realpath(p) for p in loaded}:
         raise AssertionError(f"libnccl loaded from {loaded}, not {want}: is LD_PRELOAD set?")
+    # torch may load its wheel's libnccl by path as well (it preloads its
+    # CUDA dependencies); what matters is where its NCCL calls resolve, which
+    # LD_PRELOAD puts first: to strata's.
     others = [p for p in loaded if os.path.realpath(p) != want]
-    if others:
-        raise AssertionError(f"another libnccl is loaded beside strata's: {others}")
-    return f"{want}, ncclGetVersion {torch.cuda.nccl.version()}"
+    def owner(addr):
+        for fields in (line.split() for line in maps):
+            low, high = (int(x, 16) for x in fields[0].split("-")) if fields else (0, 0)
+            if len(fields) >= 6 and low <= addr < high:
+                return fields[5]
+        return "?"
+
+    for name in ("ncclAllReduce", "ncclGetVersion", "ncclCommInitRankConfig"):
+        where = owner(ctypes.cast(getattr(ctypes.CDLL(None), name), ctypes.c_void_p).value)
+        if os.path.realpath(where) != want:
+            raise AssertionError(f"{name} resolves to {where}, not strata's {want} (libnccl loaded: {loaded})")
+    version = torch.cuda.nccl.version()
+    numbers = tuple(int(v) for v in os.path.basename(want).split(".so.")[-1].split(".") if v.isdigit())
+    if len(numbers) == 3 and tuple(version) != numbers:
+        raise AssertionError(f"torch.cuda.nccl.version() is {version}, not strata's {numbers}")
+    return f"{want}, ncclGetVersion {version}" + (f" (also loaded, unused: {others})" if others else "")
 
 
 def checks(rank, world, device, backend):

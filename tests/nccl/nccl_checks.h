@@ -45,7 +45,9 @@ static int runRanks(int nranks, int (*body)(int rank, void* arg), void* arg, uns
     pids[r] = fork();
     if (pids[r] == 0) {
       alarm(seconds);
-      _exit(body(r, arg));
+      const int code = body(r, arg);
+      fflush(NULL); /* _exit flushes no stdio buffer */
+      _exit(code);
     }
   }
   int failed = 0;
