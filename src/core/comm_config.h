@@ -39,7 +39,7 @@ struct CommConfig {
   bool lazyConnect = true;    // STRATA_CONNECT=lazy
   size_t gpuChunkBytes = 0;         // STRATA_GPU_CHUNK_BYTES
   size_t gpuStagingCacheBytes = 0;  // STRATA_GPU_STAGING_CACHE_BYTES
-  int gpuDirect = 1;                // STRATA_GPU_DIRECT: 0 never, 1 where possible, 2 required
+  int gpuDirect = 0;                // STRATA_GPU_DIRECT: 0 never, 1 where possible, 2 required
   size_t gpuSlotBytes = 0;          // STRATA_GPU_SLOT_BYTES
 
   // The registry's current values, checked, with `overrides` applied.
