@@ -54,6 +54,9 @@ fi
 logs=${GPU_CHECK_LOGS:-$build-logs}
 maxBytes=${GPU_CHECK_MAX_BYTES:-64M}
 deadline=$(( $(date +%s) + ${GPU_CHECK_DEADLINE:-7200} ))
+# A wait that stalls this long fails with a message naming what it waited
+# for, inside the checks' deadlines (strata's default is 300 s).
+export STRATA_TIMEOUT=${STRATA_TIMEOUT:-30}
 mkdir -p "$logs" || exit 1
 
 names=() results=() details=()
