@@ -651,6 +651,12 @@ Status Comm::submitOnDevice(const CollCall& call, gpu::StreamLane& lane, const s
 Status Comm::submitOnStream(const CollCall& call, gpu::StreamLane& lane, const streams::PartSpec& part,
                             const streams::PreMul& premul) {
   STRATA_CHECK(checkStreamsDriven());
+  // One rank: every collective's result is its input, so the stream copies
+  // it (a device-to-device copy for GPU buffers) and nothing is staged.
+  if (nranks_ == 1 && !premul.set && part.in.bytes == part.out.bytes) {
+    if (part.in.bytes == 0 || part.in.ptr == part.out.ptr) return Status::ok();
+    return lane.copy(const_cast<void*>(part.out.ptr), part.in.ptr, part.in.bytes);
+  }
   if (!call.pick.any() && onDevice(part, premul)) {
     // Connected at the first such call, on every rank alike (calls come in
     // the same order everywhere): a job that never passes GPU buffers never

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -69,6 +70,45 @@ TEST(StreamComm, AllreduceRunsWhenTheStreamGetsThereAndMatchesTheReference) {
       }
     }
   }, {{"STRATA_GPU_CHUNK_BYTES", "4096"}});
+}
+
+// A communicator of one rank: the stream copies the input to the output in
+// its order (after what it was busy with), and nothing else; a
+// pre-multiplied sum still scales.
+TEST(StreamComm, OneRankCopiesOnTheStream) {
+  runOnComm(1, [](Comm& comm, strata_comm_t, int, int, Reporter& r) {
+    HostLane lane;
+    std::vector<float> in(5000), out(5000, -7.f);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = valueOf(0, i);
+    const size_t bytes = in.size() * 4;
+    lane.hold();
+    for (Coll coll : {Coll::Allreduce, Coll::Allgather, Coll::ReduceScatter}) {
+      PartSpec part{{in.data(), bytes, true}, {out.data(), bytes, true}};
+      Status s = comm.submitOnStream(callOf(coll, in.size(), STRATA_FLOAT32, STRATA_MAX), lane, part, {});
+      if (!s.isOk()) return r.fail("%s: %s", collName(coll), s.message().c_str());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (out[0] != -7.f) return r.fail("the output changed before the stream reached the call");
+    lane.go();
+    lane.sync();
+    if (out != in) return r.fail("one rank's output is not its input");
+    PartSpec inPlace{{out.data(), bytes, true}, {out.data(), bytes, true}};
+    if (Status s = comm.submitOnStream(callOf(Coll::Allreduce, out.size(), STRATA_FLOAT32), lane, inPlace, {});
+        !s.isOk())
+      return r.fail("in place: %s", s.message().c_str());
+    streams::PreMul twice;
+    twice.set = true;
+    twice.datatype = STRATA_FLOAT32;
+    const float two = 2.f;
+    std::memcpy(twice.value, &two, sizeof(two));
+    PartSpec part{{in.data(), bytes, true}, {out.data(), bytes, true}};
+    if (Status s = comm.submitOnStream(callOf(Coll::Allreduce, in.size(), STRATA_FLOAT32), lane, part, twice);
+        !s.isOk())
+      return r.fail("pre-multiplied: %s", s.message().c_str());
+    lane.sync();
+    for (size_t i = 0; i < in.size(); ++i)
+      if (out[i] != 2.f * in[i]) return r.fail("pre-multiplied: out[%zu]=%g, want %g", i, out[i], 2.f * in[i]);
+  });
 }
 
 TEST(StreamComm, OperationsPipelineOnOneStreamInOrder) {
