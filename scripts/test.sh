@@ -35,8 +35,12 @@ print(" ".join(sorted({os.path.relpath(t["cmd"][0], root) for t in json.load(sys
   # Three tests at a time on the two cores: many wait on deadlines more than
   # they compute (robustness: 15 core-s in 20 s). The ASan leg's tests took
   # 221 s against 242 s with two at a time, 215 s with four.
+  # Sanitized programs run several times slower than the timeouts in the
+  # meson files allow for (plans under TSan: 23 s in the release leg, over
+  # 120 s here, three tests sharing the two cores): TIMEOUT_MULTIPLIER.
   # shellcheck disable=SC2086
-  meson test -C "$dir" "${rebuild[@]}" --print-errorlogs --num-processes 3 $tests
+  meson test -C "$dir" "${rebuild[@]}" --print-errorlogs --num-processes 3 \
+    --timeout-multiplier "${TIMEOUT_MULTIPLIER:-1}" $tests
   local log="$dir/meson-logs/testlog.json"
   local counts
   counts=$(python3 - "$log" <<'PY'
@@ -84,7 +88,7 @@ fi
 # -g's full debug information (plans_test.cc: 43 s against 61 s; meson.build
 # says what the test programs leave out as well: 24 s).
 ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
-  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TIMEOUT_MULTIPLIER=3 \
   run_suite build-asan "address+undefined sanitizers" "" \
   -Db_sanitize=address,undefined -Ddebug=true -Doptimization=1 -Dcpp_args=-g1 -Dc_args=-g1 -Db_lundef=false \
   -Ducx=enabled -Dtorch=disabled -Dcuda=disabled -Dbenchmarks=disabled -Dmpi=disabled
@@ -92,7 +96,7 @@ ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
 # Only those tests' programs are built (run_suite), without torch,
 # benchmarks, MPI programs or CUDA: stream-ordered calls' staging is the
 # same code either way, and its tests run it with host threads for streams.
-TSAN_OPTIONS=halt_on_error=1 \
+TSAN_OPTIONS=halt_on_error=1 TIMEOUT_MULTIPLIER=3 \
   run_suite build-tsan "thread sanitizer" "plans api collectives robustness robustness_tcp survival lazy_connect handshake staging stream_comm nccl_api" \
   -Db_sanitize=thread -Dbuildtype=debugoptimized -Dcpp_args=-g1 -Dc_args=-g1 -Db_lundef=false -Dtorch=disabled \
   -Dbenchmarks=disabled -Dmpi=disabled -Dcuda=disabled
