@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Every GPU check in one command, for a machine with an NVIDIA GPU (the lent
-# H100: driver 580, nvcc 13.0, torch with CUDA 13 as python3, the
+# H100 or H200: driver 580, nvcc 13.0, torch with CUDA 13 as python3, the
 # nvidia-nccl-cu13 wheel, compute-sanitizer; no network, nothing to install).
 # Before sending the checkout there, run scripts/gpu-carry.sh here and send
 # third_party/nccl-tests with it (it is git-ignored). That machine has no
 # hwloc, GoogleTest or PMIx to build strata with: scripts/gpu-carry.sh --build
-# builds it here and packs third_party/gpu-build, which this script then
-# uses instead of building (send it too): its tests run from what meson
-# would run them with (scripts/gpu/run_carried_tests.py), and the checks that
-# build against that machine's own torch do not run.
+# builds it here and packs third_party/gpu-build.tar.xz (send it instead),
+# which this script unpacks and uses instead of building: its tests run as
+# meson would run them (scripts/gpu/run_carried_tests.py), and the check that
+# builds against that machine's own torch does not run.
 #
 #   usage: scripts/gpu-check.sh
 #
