@@ -12,12 +12,16 @@ gpu-check.sh reads both the same way; exits 1 if any test failed.
     run_carried_tests.py CARRIED_BUILD [--only NAME] [--wrapper 'CMD ARGS'] [--cap SECONDS]
 
 --cap shortens every test's timeout to at most SECONDS (meson's are sized
-for CI's two cores), so that one hung test leaves time for the others.
+for CI's two cores), so that one hung test leaves time for the others. A
+test past its timeout gets SIGABRT (its forked ranks too: it runs in a
+process group of its own), so that where core dumps are on, each process
+leaves one that shows where it waited; SIGKILL follows 10 s later.
 """
 import argparse
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -74,14 +78,24 @@ def main():
             limit = min(limit, args.cap)
         start = time.monotonic()
         print("==== %s: %s" % (t["name"], " ".join(cmd)), flush=True)
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
         try:
-            done = subprocess.run(cmd, env=env, cwd=cwd, timeout=limit,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            status = done.returncode
-            output = done.stdout
-        except subprocess.TimeoutExpired as e:
+            output, _ = proc.communicate(timeout=limit)
+            status = proc.returncode
+        except subprocess.TimeoutExpired:
             status = None
-            output = e.stdout or b""
+            output = b""
+            for sig, grace in ((signal.SIGABRT, 10), (signal.SIGKILL, None)):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    pass  # already gone: collect what it printed
+                try:
+                    output, _ = proc.communicate(timeout=grace)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
         seconds = time.monotonic() - start
         if status is None:
             result = "TIMEOUT"
