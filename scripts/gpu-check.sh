@@ -458,7 +458,7 @@ else
   # (ranks exchanging device buffers on streams through the NCCL library),
   # else the suite's first test, else nccl-tests' all_reduce with one rank.
   if [ -n "$carried" ]; then
-    gpuTests=$(python3 -c 'import json, sys; [print(t["name"]) for t in json.load(open(sys.argv[1])) if "gpu" in t["suite"]]' "$carried/tests.json")
+    gpuTests=$(python3 scripts/gpu/run_carried_tests.py "$carried" --list --suite gpu)
   else
     gpuTests=$("${meson[@]}" test -C "$build" --no-rebuild --list --suite gpu 2>/dev/null | sed -n 's/.* \/ //p')
   fi

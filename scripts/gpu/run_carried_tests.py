@@ -10,6 +10,7 @@ timeout, one at a time. Prints meson's result lines and counts, so that
 gpu-check.sh reads both the same way; exits 1 if any test failed.
 
     run_carried_tests.py CARRIED_BUILD [--only NAME] [--wrapper 'CMD ARGS'] [--cap SECONDS]
+    run_carried_tests.py CARRIED_BUILD --list [--suite SUITE]   (the tests' names, a line each)
 
 --cap shortens every test's timeout to at most SECONDS (meson's are sized
 for CI's two cores), so that one hung test leaves time for the others. A
@@ -35,6 +36,8 @@ def main():
     parser.add_argument("--only", help="run only the test of this name")
     parser.add_argument("--wrapper", default="", help="command every test runs under")
     parser.add_argument("--cap", type=float, default=0, help="longest timeout of any test (0: meson's own)")
+    parser.add_argument("--list", action="store_true", help="print the tests' names instead of running them")
+    parser.add_argument("--suite", help="only the tests of this suite")
     args = parser.parse_args()
     build = os.path.abspath(args.build)
     root = os.path.dirname(os.path.dirname(build))  # <checkout>/third_party/gpu-build
@@ -42,10 +45,16 @@ def main():
         origin_src, origin_build = f.read().split()[:2]
     with open(os.path.join(build, "tests.json")) as f:
         tests = json.load(f)
+    if args.suite:
+        tests = [t for t in tests if args.suite in t["suite"]]
     if args.only:
         tests = [t for t in tests if t["name"] == args.only]
         if not tests:
             sys.exit("no test named %s in %s" % (args.only, build))
+    if args.list:
+        for t in tests:
+            print(t["name"])
+        return
 
     def moved(word):
         if not word.startswith("/"):
