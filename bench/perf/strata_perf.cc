@@ -46,6 +46,7 @@ struct Options {
   bool resources = false; // --resources: what each rank's init, first call and process cost
   int ranks = 0;  // 0: join a launch from the environment
   bool bind = false;  // --bind: pin each forked rank to a cpu
+  bool poll = false;  // --poll: non-blocking calls finished by polling strata_test
   std::vector<int> colls;  // indexes into kColls
 };
 
@@ -134,6 +135,8 @@ bool parseSize(const char* text, size_t* out) {
                "  -r/--root           root of broadcast and reduce, default 0\n"
                "  -m/--agg_iters      calls per iteration, issued in one group (fused when small), default 1\n"
                "  -A/--show_algo      add a column with the algorithm and channels each row used\n"
+               "  --poll              issue each timed call non-blocking (strata_iallreduce, ...; -m of them\n"
+               "                      back to back, not grouped) and finish it by polling strata_test\n"
                "  --resources         after the table, each rank's init time, first 8-byte allreduce, open\n"
                "                      files, threads and RSS: the largest and the mean over the ranks\n",
                argv0);
@@ -151,6 +154,7 @@ Options parseOptions(int argc, char** argv) {
       {"root", required_argument, nullptr, 'r'}, {"all", no_argument, nullptr, 'L'},
       {"agg_iters", required_argument, nullptr, 'm'}, {"show_algo", no_argument, nullptr, 'a'},
       {"resources", no_argument, nullptr, 'U'}, {"bind", no_argument, nullptr, 'B'},
+      {"poll", no_argument, nullptr, 'P'},
       {nullptr, 0, nullptr, 0}};
   int c;
   bool all = false;
@@ -170,6 +174,7 @@ Options parseOptions(int argc, char** argv) {
       case 'L': all = true; break;
       case 'U': o.resources = true; break;
       case 'B': o.bind = true; break;
+      case 'P': o.poll = true; break;
       case 'd': {
         ok = false;
         for (const auto& t : kTypes)
@@ -337,45 +342,81 @@ struct Call {
   int nranks;
 };
 
-strata_result_t runOnce(const Call& c, void* send, void* recv, bool inPlace, const Options& o,
-                        strata_comm_t comm) {
+// Issues one call: blocking, or with `req` non-blocking (its request there;
+// a send and receive pair fills req[0] and req[1]).
+strata_result_t issue(const Call& c, void* send, void* recv, bool inPlace, const Options& o, strata_comm_t comm,
+                      strata_request_t* req) {
   const size_t elem = strata_datatype_size(o.datatype);
   char* out = static_cast<char*>(inPlace ? send : recv);
   switch (c.coll->kind) {
-    case Kind::AllReduce: return strata_allreduce(send, out, c.count, o.datatype, o.op, comm);
-    case Kind::Broadcast: return strata_broadcast(send, out, c.count, o.datatype, o.root, comm);
-    case Kind::Reduce: return strata_reduce(send, out, c.count, o.datatype, o.op, o.root, comm);
-    case Kind::AllGather:  // in place: the own block already sits in the output
-      return strata_allgather(inPlace ? static_cast<char*>(recv) + c.rank * c.block * elem : send, recv,
-                              c.block, o.datatype, comm);
-    case Kind::ReduceScatter:
-      return strata_reduce_scatter(send, inPlace ? static_cast<char*>(send) + c.rank * c.block * elem : recv,
-                                   c.block, o.datatype, o.op, comm);
-    case Kind::AllToAll: return strata_alltoall(send, recv, c.block, o.datatype, comm);
+    case Kind::AllReduce:
+      return req ? strata_iallreduce(send, out, c.count, o.datatype, o.op, comm, req)
+                 : strata_allreduce(send, out, c.count, o.datatype, o.op, comm);
+    case Kind::Broadcast:
+      return req ? strata_ibroadcast(send, out, c.count, o.datatype, o.root, comm, req)
+                 : strata_broadcast(send, out, c.count, o.datatype, o.root, comm);
+    case Kind::Reduce:
+      return req ? strata_ireduce(send, out, c.count, o.datatype, o.op, o.root, comm, req)
+                 : strata_reduce(send, out, c.count, o.datatype, o.op, o.root, comm);
+    case Kind::AllGather: {  // in place: the own block already sits in the output
+      const void* in = inPlace ? static_cast<char*>(recv) + c.rank * c.block * elem : send;
+      return req ? strata_iallgather(in, recv, c.block, o.datatype, comm, req)
+                 : strata_allgather(in, recv, c.block, o.datatype, comm);
+    }
+    case Kind::ReduceScatter: {
+      void* to = inPlace ? static_cast<char*>(send) + c.rank * c.block * elem : recv;
+      return req ? strata_ireduce_scatter(send, to, c.block, o.datatype, o.op, comm, req)
+                 : strata_reduce_scatter(send, to, c.block, o.datatype, o.op, comm);
+    }
+    case Kind::AllToAll:
+      return req ? strata_ialltoall(send, recv, c.block, o.datatype, comm, req)
+                 : strata_alltoall(send, recv, c.block, o.datatype, comm);
     case Kind::SendRecv: {
+      const int next = (c.rank + 1) % c.nranks, prev = (c.rank + c.nranks - 1) % c.nranks;
+      if (req) {
+        strata_result_t rc = strata_isend(send, c.count, o.datatype, next, comm, &req[0]);
+        return rc != STRATA_SUCCESS ? rc : strata_irecv(recv, c.count, o.datatype, prev, comm, &req[1]);
+      }
       strata_group_start();
-      strata_send(send, c.count, o.datatype, (c.rank + 1) % c.nranks, comm);
-      strata_recv(recv, c.count, o.datatype, (c.rank + c.nranks - 1) % c.nranks, comm);
+      strata_send(send, c.count, o.datatype, next, comm);
+      strata_recv(recv, c.count, o.datatype, prev, comm);
       return strata_group_end();
     }
   }
   return STRATA_ERR_INVALID_ARGUMENT;
 }
 
-// One iteration: -m calls, in one group when there are several.
-void iteration(const Call& c, void* send, void* recv, bool inPlace, const Options& o, strata_comm_t comm) {
-  if (o.agg == 1) return must(runOnce(c, send, recv, inPlace, o, comm), comm, c.coll->name);
+// Polls strata_test until the request is done, as a caller that overlaps
+// its own work with the call does.
+strata_result_t pollUntilDone(strata_request_t req) {
+  int done = 0;
+  strata_result_t rc = STRATA_SUCCESS;
+  while (!done && rc == STRATA_SUCCESS) rc = strata_test(req, &done);
+  return rc;
+}
+
+// `n` calls, each finished before this returns: blocking (several in one
+// group), or with --poll each issued non-blocking, then each polled to its end.
+void calls(int n, const Call& c, void* send, void* recv, bool inPlace, const Options& o, strata_comm_t comm) {
+  if (o.poll) {
+    std::vector<strata_request_t> reqs(2 * static_cast<size_t>(n), nullptr);
+    for (int k = 0; k < n; ++k) must(issue(c, send, recv, inPlace, o, comm, &reqs[2 * k]), comm, c.coll->name);
+    for (strata_request_t r : reqs)
+      if (r) must(pollUntilDone(r), comm, "strata_test");
+    return;
+  }
+  if (n == 1) return must(issue(c, send, recv, inPlace, o, comm, nullptr), comm, c.coll->name);
   must(strata_group_start(), comm, "group start");
-  for (int k = 0; k < o.agg; ++k) must(runOnce(c, send, recv, inPlace, o, comm), comm, c.coll->name);
+  for (int k = 0; k < n; ++k) must(issue(c, send, recv, inPlace, o, comm, nullptr), comm, c.coll->name);
   must(strata_group_end(), comm, "group end");
 }
 
 // Seconds per call (the slowest rank's mean), as nccl-tests reports with -m.
 double timeCall(const Call& c, void* send, void* recv, bool inPlace, const Options& o, strata_comm_t comm) {
-  for (int i = 0; i < o.warmup; ++i) iteration(c, send, recv, inPlace, o, comm);
+  for (int i = 0; i < o.warmup; ++i) calls(o.agg, c, send, recv, inPlace, o, comm);
   barrier(comm);
   auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.iters; ++i) iteration(c, send, recv, inPlace, o, comm);
+  for (int i = 0; i < o.iters; ++i) calls(o.agg, c, send, recv, inPlace, o, comm);
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   return maxAcrossRanks(elapsed.count() / (double(o.iters) * o.agg), comm);
 }
@@ -397,7 +438,7 @@ long checkCall(const Call& c, void* send, void* recv, bool inPlace, const Option
   fillInputs(c, send, recv, inPlace, o);
   char* out = static_cast<char*>(inPlace && c.coll->kind != Kind::AllGather ? send : recv);
   if (inPlace && c.coll->kind == Kind::ReduceScatter) out += c.rank * c.block * elem;
-  must(runOnce(c, send, recv, inPlace, o, comm), comm, c.coll->name);
+  calls(1, c, send, recv, inPlace, o, comm);
   double wrong = 0;
   auto expect = [&](size_t i, double want) { wrong += matches(out, i, want, o.datatype) ? 0 : 1; };
   switch (c.coll->kind) {

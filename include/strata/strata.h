@@ -522,7 +522,10 @@ STRATA_API strata_result_t strata_group_end(void);
 
 /* Sets *done to 1 and frees the request when it has completed (successfully
  * or not: the result says which); otherwise sets *done to 0 and returns
- * STRATA_SUCCESS. A NULL request is complete. */
+ * STRATA_SUCCESS. A NULL request is complete. Each call moves the
+ * communicator's operations on; in a polling loop, calls that find nothing
+ * to do yield the core after STRATA_SPIN of them (at once with more ranks
+ * than cores), as strata_wait does. */
 STRATA_API strata_result_t strata_test(strata_request_t request, int* done);
 
 /* Waits for the request to complete and frees it. A NULL request is complete. */
