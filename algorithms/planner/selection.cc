@@ -85,10 +85,10 @@ Status Tuning::create(const std::string& forcedAlgo, size_t oneshotBytes, const 
       reproducible || (t.forced_ && (t.forced_->has(kForcesDirect) || t.forced_->has(kForcesPipelined)));
   for (int k = 0; k < kBuckets; ++k) {
     const double bytes = static_cast<double>(uint64_t(1) << k);
+    const double ringUs = ringReduceScatterUs(view, bytes), directUs = directReduceScatterUs(view, bytes);
     t.bruckReduceScatterByLog2_[k] =
-        !formForced && (rs.empty() ? bruckReduceScatterUs(view, bytes) <
-                                         std::min(ringReduceScatterUs(view, bytes), directReduceScatterUs(view, bytes))
-                                   : rs == "bruck");
+        !formForced && (rs.empty() ? bruckReduceScatterUs(view, bytes) < std::min(ringUs, directUs) : rs == "bruck");
+    t.directReduceScatterRated_[k] = directUs <= ringUs;
   }
   *out = t;
   return Status::ok();
@@ -108,11 +108,15 @@ Status Tuning::chooseAllreduce(const PlanShape& shape, uint64_t count, Allreduce
     // so every size in it: limits are upper bounds. Only the last bucket
     // holds larger sizes, and its 2^47 bytes exceed any slot (at most
     // 64 MiB).
-    int k = bytes <= 1 ? 0 : 64 - __builtin_clzll(bytes - 1);
-    algo = byLog2_[std::min(k, kBuckets - 1)];
+    algo = byLog2_[bucket(bytes)];
   }
   *choice = {algo, algo->has(kOneSlot) ? 1 : shape.channelsFor(bytes)};
   return Status::ok();
+}
+
+int Tuning::bucket(uint64_t bytes) {
+  const int k = bytes <= 1 ? 0 : 64 - __builtin_clzll(bytes - 1);
+  return std::min(k, kBuckets - 1);
 }
 
 bool Tuning::useDirect(uint64_t bytes) const {
@@ -122,20 +126,23 @@ bool Tuning::useDirect(uint64_t bytes) const {
 }
 
 bool Tuning::useBruckAllgather(uint64_t blockBytes) const {
-  const int k = blockBytes <= 1 ? 0 : 64 - __builtin_clzll(blockBytes - 1);
-  return bruckAllgatherByLog2_[std::min(k, kBuckets - 1)];
+  return bruckAllgatherByLog2_[bucket(blockBytes)];
 }
 
 bool Tuning::useBruckReduceScatter(uint64_t blockBytes) const {
-  const int k = blockBytes <= 1 ? 0 : 64 - __builtin_clzll(blockBytes - 1);
-  return bruckReduceScatterByLog2_[std::min(k, kBuckets - 1)];
+  return bruckReduceScatterByLog2_[bucket(blockBytes)];
 }
 
 bool Tuning::useDirectReduceScatter(uint64_t blockBytes) const {
   const bool formForced =
       reproducible_ || (forced_ && (forced_->has(kForcesDirect) || forced_->has(kForcesPipelined)));
-  if (!formForced && reduceScatterDirect_ >= 0) return reduceScatterDirect_ == 1;
-  return useDirect(blockBytes);
+  if (formForced) return useDirect(blockBytes);
+  if (reduceScatterDirect_ >= 0) return reduceScatterDirect_ == 1;
+  return useDirect(blockBytes) && directRatedBelowRing(blockBytes);
+}
+
+bool Tuning::directRatedBelowRing(uint64_t blockBytes) const {
+  return directReduceScatterRated_[bucket(blockBytes)];
 }
 
 std::string Tuning::describe() const {

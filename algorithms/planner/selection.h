@@ -60,9 +60,14 @@ class Tuning {
   // reproducible mode, nor where a forced allreduce algorithm forces the
   // direct or the pipelined form.
   bool useBruckReduceScatter(uint64_t blockBytes) const;
-  // Otherwise its direct form rather than the ring: useDirect's rule,
-  // unless STRATA_REDUCE_SCATTER_ALGO forces one of them.
+  // Otherwise its direct form rather than the ring: useDirect's rule where
+  // the cost model does not rate the ring cheaper (many ranks across nodes:
+  // each rank's n-1 sends, and as many connections, against the ring's
+  // n-1 hops), unless STRATA_REDUCE_SCATTER_ALGO forces one of them.
   bool useDirectReduceScatter(uint64_t blockBytes) const;
+  // Whether the cost model rates the direct form of a reduce-scatter of
+  // `blockBytes` per rank at most the ring's (explain says so when not).
+  bool directRatedBelowRing(uint64_t blockBytes) const;
   bool reproducible() const { return reproducible_; }
   const AllreduceAlgorithm* forced() const { return forced_; }  // STRATA_ALGO's, or null
   const char* forcedBy() const { return forcedBy_; }
@@ -72,6 +77,8 @@ class Tuning {
 
  private:
   static constexpr int kBuckets = 48;  // up to 2^47 bytes
+  // The bucket of a size: ceil(log2(bytes)), the last one holding the rest.
+  static int bucket(uint64_t bytes);
   const AllreduceAlgorithm* forced_ = nullptr;
   const char* forcedBy_ = "STRATA_ALGO";
   bool reproducible_ = false;
@@ -79,6 +86,7 @@ class Tuning {
   std::array<const AllreduceAlgorithm*, kBuckets> byLog2_{};  // by ceil(log2(bytes))
   std::array<bool, kBuckets> bruckAllgatherByLog2_{};          // by ceil(log2(block bytes))
   std::array<bool, kBuckets> bruckReduceScatterByLog2_{};      // by ceil(log2(block bytes))
+  std::array<bool, kBuckets> directReduceScatterRated_{};      // direct <= ring, by ceil(log2(block bytes))
   int reduceScatterDirect_ = -1;  // STRATA_REDUCE_SCATTER_ALGO=direct: 1, ring: 0
 };
 

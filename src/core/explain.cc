@@ -71,7 +71,10 @@ Status Comm::explain(const CollCall& call, std::string* json) const {
                   ? "STRATA_REDUCE_SCATTER_ALGO=" + params::reduceScatterAlgo()
               : choice.bruck ? std::string("cost model (Bruck's rounds where they rate below the ring and the direct "
                                            "form: many ranks across nodes, small blocks)")
-                             : sizeRule(tuning_, bytes, choice.direct);
+              : rs && !choice.direct && tuning_.useDirect(bytes)
+                  ? std::string("cost model: the ring rates below the direct form (each rank's n-1 sends, many "
+                                "ranks across nodes), though the size is at most STRATA_ONESHOT_BYTES")
+                  : sizeRule(tuning_, bytes, choice.direct);
     candidates = formatText("{\"algorithm\":\"direct\",\"estimate_us\":null,\"considered\":true},"
                             "{\"algorithm\":%s,\"estimate_us\":null,\"considered\":true}",
                             quoted(rs ? "ring" : "chain").c_str());

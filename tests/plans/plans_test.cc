@@ -983,6 +983,29 @@ TEST(BruckReduceScatter, ChosenWhereTheModelSaysAndWhenForced) {
   PlanShape oneTwentyEight{0, 128, 2, 262144, 4, &sixteen};
   ASSERT_TRUE(Tuning::create("", 16384, model, oneTwentyEight, false, &t).isOk());
   EXPECT_FALSE(t.useBruckReduceScatter(8));
+  // Nor the direct form, small as the blocks are: 127 sends from each rank,
+  // 112 of them crossing, rate far above the ring's 16 crossings.
+  for (uint64_t bytes : {uint64_t(8), uint64_t(40), uint64_t(16384)}) {
+    EXPECT_FALSE(t.useDirectReduceScatter(bytes)) << bytes << " bytes";
+    EXPECT_TRUE(t.useDirect(bytes)) << "the size rule alone would take the direct form at " << bytes << " bytes";
+  }
+  CollCall rsCall{Coll::ReduceScatter, nullptr, nullptr, 5, STRATA_INT64, STRATA_SUM, 0,
+                  nullptr, nullptr, nullptr, nullptr};
+  PlanShape rsShape = oneTwentyEight;
+  rsShape.elemSize = 8;
+  PlanChoice rsChoice;
+  ASSERT_TRUE(Planner::choose(rsCall, rsShape, t, &rsChoice).isOk());
+  EXPECT_STREQ(rsChoice.algo, "ring");
+  // Reproducible mode keeps the direct form, which folds in rank order.
+  ASSERT_TRUE(Tuning::create("", 16384, model, oneTwentyEight, true, &t).isOk());
+  EXPECT_TRUE(t.useDirectReduceScatter(40));
+  // One node: the direct form's one step stays below the ring's n-1 hops.
+  for (int n : {2, 4, 8}) {
+    PlanShape node{0, n, 2, 262144, 4};
+    ASSERT_TRUE(Tuning::create("", 16384, model, node, false, &t).isOk());
+    EXPECT_TRUE(t.useDirectReduceScatter(40)) << n << " ranks on one node";
+    EXPECT_FALSE(t.useDirectReduceScatter(32768)) << n << " ranks on one node";
+  }
   ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
   CollCall call{Coll::ReduceScatter, nullptr, nullptr, 2, STRATA_FLOAT32, STRATA_SUM, 0,
                 nullptr, nullptr, nullptr, nullptr};
