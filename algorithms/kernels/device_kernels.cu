@@ -1,11 +1,12 @@
-// The GPU's reduction kernels (device_kernels.h): one thread per element in
-// a grid-stride loop, each element computed by element_ops.h exactly as the
-// host kernels compute it. nvcc runs with --fmad=false: no product is ever
-// contracted into a sum.
+// The GPU's reduction kernels (device_kernels.h): grid-stride loops over
+// packed_items.h's work items (16 bytes, or one element), each element
+// computed by element_ops.h exactly as the host kernels compute it. nvcc
+// runs with --fmad=false: no product is ever contracted into a sum.
 #include <cuda_runtime.h>
 
 #include "device_kernels.h"
 #include "element_ops.h"
+#include "packed_items.h"
 
 namespace strata::kernels::device {
 namespace {
@@ -15,8 +16,8 @@ constexpr int kThreads = 256;
 // loop covers the rest.
 constexpr size_t kMaxBlocks = 4096;
 
-unsigned blocksFor(size_t count) {
-  const size_t blocks = (count + kThreads - 1) / kThreads;
+unsigned blocksFor(size_t items) {
+  const size_t blocks = (items + kThreads - 1) / kThreads;
   return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
 }
 
@@ -46,29 +47,35 @@ struct Elem<Narrow<Bf16>> {
 #define STRATA_GRID_LOOP(i, count) \
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < (count); i += size_t(gridDim.x) * blockDim.x)
 
+// Each thread takes work items of packed_items.h: 16 bytes at once where
+// the pointers allow it (`packs` of them), then single elements.
 template <typename Tag, strata_op_t Op, typename S = typename Elem<Tag>::Storage>
-__global__ void reduceKernel(S* dst, const S* a, const S* b, size_t count) {
-  STRATA_GRID_LOOP(i, count) dst[i] = Elem<Tag>::template combined<Op>(a[i], b[i]);
+__global__ void reduceKernel(S* dst, const S* a, const S* b, size_t count, size_t packs) {
+  auto op = [](S x, S y) { return Elem<Tag>::template combined<Op>(x, y); };
+  STRATA_GRID_LOOP(item, itemsFor<S>(count, packs)) binaryItem(item, packs, dst, a, b, op);
 }
 
 template <typename Tag, typename S = typename Elem<Tag>::Storage>
-__global__ void divideKernel(S* dst, const S* src, size_t count, int divisor) {
-  STRATA_GRID_LOOP(i, count) dst[i] = Elem<Tag>::divided(src[i], divisor);
+__global__ void divideKernel(S* dst, const S* src, size_t count, size_t packs, int divisor) {
+  auto op = [divisor](S x) { return Elem<Tag>::divided(x, divisor); };
+  STRATA_GRID_LOOP(item, itemsFor<S>(count, packs)) unaryItem(item, packs, dst, src, op);
 }
 
 template <typename Tag, typename S = typename Elem<Tag>::Storage>
-__global__ void multiplyKernel(S* dst, const S* src, size_t count, const S* scalar) {
+__global__ void multiplyKernel(S* dst, const S* src, size_t count, size_t packs, const S* scalar) {
   const S by = *scalar;
-  STRATA_GRID_LOOP(i, count) dst[i] = Elem<Tag>::scaled(src[i], by);
+  auto op = [by](S x) { return Elem<Tag>::scaled(x, by); };
+  STRATA_GRID_LOOP(item, itemsFor<S>(count, packs)) unaryItem(item, packs, dst, src, op);
 }
 
 #undef STRATA_GRID_LOOP
 
-// Launches kernel<<<blocks, threads, 0, stream>>>(args...) and returns the launch's error.
+// Launches kernel<<<blocks, threads, 0, stream>>>(args...) for `items` work
+// items and returns the launch's error.
 template <typename... KernelArgs, typename... Args>
-int launch(void (*kernel)(KernelArgs...), size_t count, void* stream, Args... args) {
-  if (count == 0) return cudaSuccess;
-  kernel<<<blocksFor(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(args...);
+int launch(void (*kernel)(KernelArgs...), size_t items, void* stream, Args... args) {
+  if (items == 0) return cudaSuccess;
+  kernel<<<blocksFor(items), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(args...);
   return static_cast<int>(cudaGetLastError());
 }
 
@@ -97,9 +104,10 @@ int reduce(strata_datatype_t datatype, strata_op_t op, void* dst, const void* a,
   return byType(datatype, [&](auto tag) {
     using Tag = decltype(tag);
     using S = typename Elem<Tag>::Storage;
+    const size_t packs = packsFor<S>(count, dst, a, b);
     auto run = [&](auto kernel) {
-      return launch(kernel, count, stream, static_cast<S*>(dst), static_cast<const S*>(a), static_cast<const S*>(b),
-                    count);
+      return launch(kernel, itemsFor<S>(count, packs), stream, static_cast<S*>(dst), static_cast<const S*>(a),
+                    static_cast<const S*>(b), count, packs);
     };
     switch (op) {
       case STRATA_SUM: return run(reduceKernel<Tag, STRATA_SUM>);
@@ -115,16 +123,18 @@ int reduce(strata_datatype_t datatype, strata_op_t op, void* dst, const void* a,
 int scaleDown(strata_datatype_t datatype, void* dst, const void* src, size_t count, int divisor, void* stream) {
   return byType(datatype, [&](auto tag) {
     using S = typename Elem<decltype(tag)>::Storage;
-    return launch(divideKernel<decltype(tag)>, count, stream, static_cast<S*>(dst), static_cast<const S*>(src), count,
-                  divisor);
+    const size_t packs = packsFor<S>(count, dst, src);
+    return launch(divideKernel<decltype(tag)>, itemsFor<S>(count, packs), stream, static_cast<S*>(dst),
+                  static_cast<const S*>(src), count, packs, divisor);
   });
 }
 
 int scaleBy(strata_datatype_t datatype, void* dst, const void* src, size_t count, const void* scalar, void* stream) {
   return byType(datatype, [&](auto tag) {
     using S = typename Elem<decltype(tag)>::Storage;
-    return launch(multiplyKernel<decltype(tag)>, count, stream, static_cast<S*>(dst), static_cast<const S*>(src),
-                  count, static_cast<const S*>(scalar));
+    const size_t packs = packsFor<S>(count, dst, src);
+    return launch(multiplyKernel<decltype(tag)>, itemsFor<S>(count, packs), stream, static_cast<S*>(dst),
+                  static_cast<const S*>(src), count, packs, static_cast<const S*>(scalar));
   });
 }
 

@@ -39,10 +39,10 @@ class DeviceKernels : public ::testing::Test {
   void upload(void* dst, const std::vector<uint8_t>& src, size_t bytes) {
     ASSERT_EQ(cudaMemcpy(dst, src.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
   }
-  std::vector<uint8_t> download(size_t bytes) {
+  std::vector<uint8_t> download(size_t bytes, const void* from = nullptr) {
     std::vector<uint8_t> v(bytes);
     EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(v.data(), out_, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(v.data(), from ? from : out_, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
     return v;
   }
 
@@ -73,6 +73,34 @@ TEST_F(DeviceKernels, EveryDatatypeAndOpGivesTheHostKernelsBits) {
     ASSERT_EQ(device::scaleBy(type, out_, a_, kCount, b_, stream_), 0);
     scaleBy(want.data(), a.data(), kCount, type, b.data());
     ASSERT_EQ(0, std::memcmp(download(bytes).data(), want.data(), bytes)) << "datatype " << dt << " * scalar";
+  }
+}
+
+// A chunk of a buffer may start anywhere: where a pointer is not 16-byte
+// aligned the kernels take single elements, where all are they take packs
+// and then the ragged end (packed_items.h).
+TEST_F(DeviceKernels, UnalignedChunksAndShortCountsGiveTheHostKernelsBits) {
+  for (int dt = 0; dt < STRATA_NUM_DATATYPES; ++dt) {
+    const auto type = static_cast<strata_datatype_t>(dt);
+    const size_t elem = strata_datatype_size(type);
+    const std::vector<uint8_t> a = randomBytes(200 + dt), b = randomBytes(300 + dt);
+    upload(a_, a, kCount * elem);
+    upload(b_, b, kCount * elem);
+    for (size_t count : {1, 7, 8, 9, 15, 16, 17, 4099})
+      for (int shift = 0; shift < 4; ++shift) {
+        const size_t inAt = (shift & 1) * elem, outAt = ((shift >> 1) & 1) * elem;
+        const void* in = static_cast<const char*>(a_) + inAt;
+        void* out = static_cast<char*>(out_) + outAt;
+        ASSERT_EQ(device::reduce(type, STRATA_SUM, out, in, b_, count, stream_), 0);
+        std::vector<uint8_t> want(count * elem);
+        kernel(type, STRATA_SUM, Isa::Portable)(want.data(), a.data() + inAt, b.data(), count);
+        ASSERT_EQ(0, std::memcmp(download(count * elem, out).data(), want.data(), count * elem))
+            << "datatype " << dt << " count " << count << " shift " << shift;
+        ASSERT_EQ(device::scaleDown(type, out, in, count, 3, stream_), 0);
+        scaleDown(want.data(), a.data() + inAt, count, type, 3);
+        ASSERT_EQ(0, std::memcmp(download(count * elem, out).data(), want.data(), count * elem))
+            << "datatype " << dt << " / 3, count " << count << " shift " << shift;
+      }
   }
 }
 

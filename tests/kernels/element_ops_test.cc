@@ -1,7 +1,8 @@
 // The GPU's arithmetic against the host's: element_ops.h is what the device
 // kernels compute per element (device_kernels.cu), and here its functions
 // run on the host against the host kernels of every instruction set this CPU
-// has, bit for bit, for every datatype and op. Inputs are random bit
+// has, bit for bit, for every datatype and op; so do packed_items.h's work
+// items, which those kernels run over their buffers. Inputs are random bit
 // patterns (every NaN payload, subnormal and infinity of the 16-bit types
 // shows up), with signed zeros, NaNs, infinities, subnormals and values
 // whose results round half-way mixed in.
@@ -15,6 +16,7 @@
 
 #include "element_ops.h"
 #include "kernels.h"
+#include "packed_items.h"
 
 namespace strata::kernels {
 namespace {
@@ -142,6 +144,57 @@ TEST(ElementOps, SixteenBitConversionsRoundTripEveryPattern) {
     const bool bnan = (bits & 0x7f80) == 0x7f80 && (bits & 0x7f);
     ASSERT_EQ(floatToBf16(bwide), bnan ? kBf16NaN : bits) << std::hex << h;
   }
+}
+
+// Every work item of packed_items.h, as a kernel's threads take them: for
+// counts around a pack's size and pointers aligned or not (a chunk may
+// start anywhere), in place or not, the result is the host kernel's.
+template <typename S>
+void checkItems(strata_datatype_t dt, strata_op_t op, S (*combined)(S, S), S (*divided)(S, int)) {
+  constexpr size_t kMax = 1000 + 2 * Pack<S>::kCount + 5;
+  const std::vector<S> a = inputs<S>(300 + dt), b = inputs<S>(400 + dt);
+  // 16-byte aligned storage, with room to start each buffer an element in.
+  struct alignas(16) Block {
+    S v[Pack<S>::kCount];
+  };
+  const size_t blocks = (kMax + 1) / Pack<S>::kCount + 2;
+  std::vector<Block> x(blocks), y(blocks), z(blocks);
+  for (size_t count : {size_t(0), size_t(1), Pack<S>::kCount - 1, Pack<S>::kCount, Pack<S>::kCount + 1,
+                       2 * Pack<S>::kCount + 3, kMax})
+    for (int shift = 0; shift < 4; ++shift)
+      for (bool inPlace : {false, true}) {
+        // Bit k of `shift` starts one buffer an element past its alignment.
+        S* pa = x[0].v + (shift & 1);
+        S* pb = y[0].v + ((shift >> 1) & 1);
+        S* out = inPlace ? pa : z[0].v;
+        std::memcpy(pa, a.data(), count * sizeof(S));
+        std::memcpy(pb, b.data(), count * sizeof(S));
+        std::vector<S> want(count);
+        kernel(dt, op, Isa::Portable)(want.data(), a.data(), b.data(), count);
+        const size_t packs = packsFor<S>(count, out, pa, pb);
+        ASSERT_EQ(packs, shift ? 0 : count / Pack<S>::kCount) << "count " << count << " shift " << shift;
+        for (size_t item = 0; item < itemsFor<S>(count, packs); ++item) binaryItem(item, packs, out, pa, pb, combined);
+        ASSERT_EQ(0, std::memcmp(out, want.data(), count * sizeof(S)))
+            << "datatype " << dt << " op " << op << " count " << count << " shift " << shift << " in place " << inPlace;
+        // The average's division, one input.
+        std::memcpy(pa, a.data(), count * sizeof(S));
+        std::vector<S> quotients(count);
+        scaleDown(quotients.data(), a.data(), count, dt, 3);
+        const size_t unaryPacks = packsFor<S>(count, out, pa);
+        for (size_t item = 0; item < itemsFor<S>(count, unaryPacks); ++item)
+          unaryItem(item, unaryPacks, out, pa, [divided](S v) { return divided(v, 3); });
+        ASSERT_EQ(0, std::memcmp(out, quotients.data(), count * sizeof(S)))
+            << "datatype " << dt << " / 3, count " << count << " shift " << shift << " in place " << inPlace;
+      }
+}
+
+TEST(PackedItems, EveryItemGivesTheHostKernelsBits) {
+  checkItems<int8_t>(STRATA_INT8, STRATA_SUM, combine<int8_t, STRATA_SUM>, divide<int8_t>);
+  checkItems<uint16_t>(STRATA_FLOAT16, STRATA_SUM, combineNarrow<false, STRATA_SUM>, divideNarrow<false>);
+  checkItems<uint16_t>(STRATA_BFLOAT16, STRATA_MAX, combineNarrow<true, STRATA_MAX>, divideNarrow<true>);
+  checkItems<int32_t>(STRATA_INT32, STRATA_PROD, combine<int32_t, STRATA_PROD>, divide<int32_t>);
+  checkItems<float>(STRATA_FLOAT32, STRATA_SUM, combine<float, STRATA_SUM>, divide<float>);
+  checkItems<double>(STRATA_FLOAT64, STRATA_MIN, combine<double, STRATA_MIN>, divide<double>);
 }
 
 }  // namespace
