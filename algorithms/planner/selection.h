@@ -65,9 +65,6 @@ class Tuning {
   // each rank's n-1 sends, and as many connections, against the ring's
   // n-1 hops), unless STRATA_REDUCE_SCATTER_ALGO forces one of them.
   bool useDirectReduceScatter(uint64_t blockBytes) const;
-  // Whether the cost model rates the direct form of a reduce-scatter of
-  // `blockBytes` per rank at most the ring's (explain says so when not).
-  bool directRatedBelowRing(uint64_t blockBytes) const;
   bool reproducible() const { return reproducible_; }
   const AllreduceAlgorithm* forced() const { return forced_; }  // STRATA_ALGO's, or null
   const char* forcedBy() const { return forcedBy_; }
@@ -79,6 +76,9 @@ class Tuning {
   static constexpr int kBuckets = 48;  // up to 2^47 bytes
   // The bucket of a size: ceil(log2(bytes)), the last one holding the rest.
   static int bucket(uint64_t bytes);
+  // Whether the cost model rates a reduce-scatter's direct form of
+  // `blockBytes` per rank at most the ring's.
+  bool directRatedBelowRing(uint64_t blockBytes) const;
   const AllreduceAlgorithm* forced_ = nullptr;
   const char* forcedBy_ = "STRATA_ALGO";
   bool reproducible_ = false;
