@@ -8,6 +8,7 @@
 // whose results round half-way mixed in.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -169,7 +170,8 @@ void checkItems(strata_datatype_t dt, strata_op_t op, S (*combined)(S, S), S (*d
         S* out = inPlace ? pa : z[0].v;
         std::memcpy(pa, a.data(), count * sizeof(S));
         std::memcpy(pb, b.data(), count * sizeof(S));
-        std::vector<S> want(count);
+        // Never empty: memcmp and memcpy take no null pointer, even for 0 bytes.
+        std::vector<S> want(std::max<size_t>(count, 1));
         kernel(dt, op, Isa::Portable)(want.data(), a.data(), b.data(), count);
         const size_t packs = packsFor<S>(count, out, pa, pb);
         ASSERT_EQ(packs, shift ? 0 : count / Pack<S>::kCount) << "count " << count << " shift " << shift;
@@ -178,7 +180,7 @@ void checkItems(strata_datatype_t dt, strata_op_t op, S (*combined)(S, S), S (*d
             << "datatype " << dt << " op " << op << " count " << count << " shift " << shift << " in place " << inPlace;
         // The average's division, one input.
         std::memcpy(pa, a.data(), count * sizeof(S));
-        std::vector<S> quotients(count);
+        std::vector<S> quotients(std::max<size_t>(count, 1));
         scaleDown(quotients.data(), a.data(), count, dt, 3);
         const size_t unaryPacks = packsFor<S>(count, out, pa);
         for (size_t item = 0; item < itemsFor<S>(count, unaryPacks); ++item)
