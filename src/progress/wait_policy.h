@@ -1,11 +1,14 @@
 // How a thread waits for peers while an operation is in flight: poll, and
-// after `spins` fruitless polls give the core away with sched_yield. Never
-// sleep while work is queued (a wake-up across cores costs tens of us here).
-// With more ranks than cores, spinning only delays the rank we wait for, so
-// the default then yields at once (see reference/machine-limits.md).
+// after `spins` fruitless polls give the core away with sched_yield. Sleep
+// only once a wait has gone on for milliseconds (kYieldsBeforeNap): a
+// wake-up across cores costs tens of us here, next to which a wait that
+// long has room to spare. With more ranks than cores, spinning only delays
+// the rank we wait for, so the default then yields at once (see
+// reference/machine-limits.md).
 #pragma once
 
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -20,14 +23,35 @@ class WaitPolicy {
   void afterPoll(bool progressed) {
     if (progressed) {
       idle_ = 0;
-    } else if (++idle_ > spins_) {
-      sched_yield();
+      napNs_ = kFirstNapNs;
+      return;
     }
+    if (++idle_ <= spins_) return;
+    if (idle_ - spins_ <= kYieldsBeforeNap) sched_yield();
+    else nap();
   }
 
+  // Fruitless polls past the spin budget after which a waiter naps rather
+  // than yields: a yield that finds no other thread to run returns at once,
+  // so a waiter alone on its core (a peer still computing, a deadline
+  // running out) would keep the core busy for nothing, and beside other
+  // jobs or test programs take it from them. A few milliseconds' worth.
+  static constexpr int64_t kYieldsBeforeNap = 4096;
+  // The first nap, doubled up to the last while nothing moves: a waiter
+  // that has waited that long notices its peer up to kLastNapNs late.
+  static constexpr long kFirstNapNs = 20000;
+  static constexpr long kLastNapNs = 500000;
+
  private:
+  void nap() {
+    const timespec ts{0, napNs_};
+    nanosleep(&ts, nullptr);
+    napNs_ = std::min(2 * napNs_, kLastNapNs);
+  }
+
   int64_t spins_;
   int64_t idle_ = 0;
+  long napNs_ = kFirstNapNs;
 };
 
 // A thread whose channels wait only on sockets sleeps on them (SleepSet)
