@@ -30,7 +30,9 @@ constexpr double kStallReportSeconds = 0.5;
 constexpr int kStallReportMaxRanks = 512;
 
 // strata_test's polls in a row that moved nothing, per polling thread: a
-// completion thread may poll while another issues calls.
+// completion thread may poll while another issues calls. Not a WaitPolicy,
+// whose long waits nap: a caller testing between pieces of its own work
+// must get its thread back at once, so a test only ever yields.
 thread_local int64_t tFruitlessTests = 0;
 
 void abortAll(const Connections& made) {
