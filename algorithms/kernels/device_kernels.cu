@@ -97,7 +97,31 @@ int byType(strata_datatype_t datatype, Fn&& fn) {
   }
 }
 
+// cudaFuncGetAttributes loads the kernel it is asked about.
+template <typename... KernelArgs>
+int load(void (*kernel)(KernelArgs...)) {
+  cudaFuncAttributes attributes;
+  return static_cast<int>(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
+}
+
 }  // namespace
+
+int preload() {
+  for (strata_datatype_t datatype : {STRATA_INT8, STRATA_UINT8, STRATA_INT32, STRATA_UINT32, STRATA_INT64,
+                                     STRATA_UINT64, STRATA_FLOAT16, STRATA_BFLOAT16, STRATA_FLOAT32,
+                                     STRATA_FLOAT64}) {
+    const int error = byType(datatype, [](auto tag) {
+      using Tag = decltype(tag);
+      for (int e : {load(reduceKernel<Tag, STRATA_SUM>), load(reduceKernel<Tag, STRATA_PROD>),
+                    load(reduceKernel<Tag, STRATA_MIN>), load(reduceKernel<Tag, STRATA_MAX>),
+                    load(reduceKernel<Tag, STRATA_AVG>), load(divideKernel<Tag>), load(multiplyKernel<Tag>)})
+        if (e != 0) return e;
+      return 0;
+    });
+    if (error != 0) return error;
+  }
+  return 0;
+}
 
 int reduce(strata_datatype_t datatype, strata_op_t op, void* dst, const void* a, const void* b, size_t count,
            void* stream) {

@@ -11,6 +11,14 @@
 
 namespace strata::kernels::device {
 
+// Loads every kernel of this file into the current device's context now,
+// rather than at its first launch. CUDA loads a module when one of its
+// kernels is first launched (lazy loading, the default on Linux since CUDA
+// 12.2), and loading may wait for the context's streams to go idle: a first
+// reduction enqueued while a stream-ordered call holds the caller's stream
+// waiting for the host would wait for itself. Returns the first error of a
+// kernel that did not load (0: all loaded).
+int preload();
 // dst[i] = a[i] op b[i] for i < count (dst may equal a or b).
 int reduce(strata_datatype_t datatype, strata_op_t op, void* dst, const void* a, const void* b, size_t count,
            void* stream);

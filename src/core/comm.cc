@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "cuda_seam.h"
+#include "device_kernels.h"
 #include "describe.h"
 #include "dump_signal.h"
 #include "fingerprint.h"
@@ -427,6 +428,12 @@ Status Comm::connectDevice() {
   ConnectRequest req{bootstrap_.get(), &hosts,           peers,          bootstrap_->commTag(),
                      bootstrap_->secret(), shape_.nchannels, config_.gpuSlotBytes, config_.nslots};
   Status s = transport->connect(req, made);
+  // Before any call can hold a stream waiting for the host: a kernel
+  // loaded at its first launch may wait for every stream (device_kernels.h).
+  if (s.isOk()) {
+    if (const int error = kernels::device::preload())
+      s = makeErrorQuiet(STRATA_ERR_CUDA, "loading the GPU reduction kernels failed: CUDA error %d", error);
+  }
   if (!s.isOk()) {
     if (config_.gpuDirect == 2) return s;
     if (rank_ == 0)

@@ -6,8 +6,13 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "cuda_seam.h"
@@ -101,6 +106,51 @@ TEST_F(DeviceKernels, UnalignedChunksAndShortCountsGiveTheHostKernelsBits) {
         ASSERT_EQ(0, std::memcmp(download(count * elem, out).data(), want.data(), count * elem))
             << "datatype " << dt << " / 3, count " << count << " shift " << shift;
       }
+  }
+}
+
+// The hazard preload() removes (device_kernels.h): in a process whose
+// kernels have not run, one stream waits for a flag the host raises while a
+// reduction is enqueued on another, as a stream-ordered call holds the
+// caller's stream while the channel's stream reduces. Without the preload
+// the launch may load its module by waiting for every stream, the waiting
+// one too. Its own test in meson (device_kernels_parked), so that no earlier
+// case has loaded the kernels; a launch stuck past 20 s fails it, and the
+// flag is raised either way so the process can end.
+TEST_F(DeviceKernels, AReductionRunsWhileAnotherStreamWaitsForTheHost) {
+  ASSERT_EQ(device::preload(), 0);
+  const std::vector<float> a(kCount, 1.5f), b(kCount, -4.0f);
+  ASSERT_EQ(cudaMemcpy(a_, a.data(), kCount * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(b_, b.data(), kCount * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  void* flagMemory = nullptr;
+  ASSERT_TRUE(gpu::allocPinned(sizeof(gpu::Flag), &flagMemory).isOk());
+  auto* flag = new (flagMemory) gpu::Flag(0);
+  cudaStream_t parked = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&parked, cudaStreamNonBlocking), cudaSuccess);
+  std::unique_ptr<gpu::StreamLane> lane = gpu::cudaLane(parked);
+  ASSERT_TRUE(lane->wait(flag, 1).isOk());
+
+  std::atomic<int> launched{-1};
+  std::thread reducer([&] {
+    launched = device::reduce(STRATA_FLOAT32, STRATA_SUM, out_, a_, b_, kCount, stream_);
+  });
+  bool finished = false;
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       !finished && std::chrono::steady_clock::now() < end;
+       std::this_thread::sleep_for(std::chrono::milliseconds(1)))
+    finished = launched.load() == 0 && cudaStreamQuery(stream_) == cudaSuccess;
+  flag->store(1);
+  reducer.join();
+  EXPECT_EQ(cudaStreamSynchronize(parked), cudaSuccess);
+  cudaStreamDestroy(parked);
+  gpu::freePinned(flagMemory);
+  ASSERT_TRUE(finished) << "the reduction (launch returned " << launched.load()
+                        << ") did not finish within 20 s while another stream waited for the host";
+  const std::vector<uint8_t> out = download(kCount * 4);
+  for (size_t i = 0; i < kCount; i += 4099) {
+    float v;
+    std::memcpy(&v, out.data() + i * 4, 4);
+    ASSERT_EQ(v, -2.5f) << "element " << i;
   }
 }
 
