@@ -63,9 +63,13 @@ Status Planner::choose(const CollCall& call, const PlanShape& commShape, const T
     }
     case Coll::Broadcast:
     case Coll::Reduce: {
-      const bool direct = pick.direct >= 0 ? pick.direct == 1 : tuning.useDirect(bytes);
-      *choice = {direct ? "direct" : "chain", channels(shape.channelsFor(bytes * n))};
+      // A caller's direct or pipelined pick is one of those two.
+      const bool tree = call.coll == Coll::Broadcast && pick.direct < 0 &&
+                        (pick.tree >= 0 ? pick.tree == 1 : tuning.useTreeBroadcast(bytes));
+      const bool direct = !tree && (pick.direct >= 0 ? pick.direct == 1 : tuning.useDirect(bytes));
+      *choice = {tree ? "tree" : direct ? "direct" : "chain", channels(shape.channelsFor(bytes * n))};
       choice->direct = direct;
+      choice->tree = tree;
       return Status::ok();
     }
     case Coll::Allgather: {
@@ -98,7 +102,9 @@ Status Planner::plan(const CollCall& call, const PlanShape& commShape, const Tun
       choice->allreduce->build(shape, call.count, nch, plans);
       break;
     case Coll::Broadcast:
-      buildBroadcast(shape, call.count, call.root, choice->direct, nch, plans);
+      buildBroadcast(shape, call.count, call.root,
+                     choice->tree ? RootedForm::Tree : choice->direct ? RootedForm::Direct : RootedForm::Chain, nch,
+                     plans);
       break;
     case Coll::Reduce:
       buildReduce(shape, call.count, call.root, choice->direct, nch, plans);

@@ -28,10 +28,11 @@ struct CallPick {
   uint64_t chunkBytes = 0;  // bytes a slot carries, at most the communicator's slot
   int bruck = -1;          // allgather: 1 Bruck's rounds, 0 one hop to every peer (pairwise);
                            // reduce_scatter (host memory): 1 Bruck's rounds, 0 not (direct says which)
+  int tree = -1;           // broadcast: 1 a binomial tree, 0 not (direct says which)
 
-  bool any() const { return algo || direct >= 0 || bruck >= 0 || nchannels || chunkBytes; }
+  bool any() const { return algo || direct >= 0 || bruck >= 0 || tree >= 0 || nchannels || chunkBytes; }
   bool operator==(const CallPick& o) const {
-    return algo == o.algo && direct == o.direct && bruck == o.bruck && nchannels == o.nchannels &&
+    return algo == o.algo && direct == o.direct && bruck == o.bruck && tree == o.tree && nchannels == o.nchannels &&
            chunkBytes == o.chunkBytes;
   }
 };
@@ -62,6 +63,7 @@ struct PlanChoice {
   const AllreduceAlgorithm* allreduce = nullptr;  // allreduce and barrier
   bool direct = false;  // broadcast, reduce, reduce_scatter: one hop to or from every rank
   bool bruck = false;   // allgather, reduce_scatter: Bruck's rounds (bruck.cc), forwards or backwards
+  bool tree = false;    // broadcast: a binomial tree (rooted.h)
   // Elements of host memory the plans keep partial results in
   // (OpContext::scratch), allocated once with them; 0 for most plans.
   uint64_t scratchElems = 0;

@@ -7,6 +7,7 @@
 #include "exchange.h"
 #include "params.h"
 #include "reduce_scatter.h"
+#include "rooted.h"
 
 namespace strata {
 
@@ -89,6 +90,14 @@ Status Tuning::create(const std::string& forcedAlgo, size_t oneshotBytes, const 
     t.bruckReduceScatterByLog2_[k] =
         !formForced && (rs.empty() ? bruckReduceScatterUs(view, bytes) < std::min(ringUs, directUs) : rs == "bruck");
     t.directReduceScatterRated_[k] = directUs <= ringUs;
+    // The tree takes the direct form's sizes only, across nodes: there it
+    // ran in 0.58-0.63 of the direct form's time (4 hosts x 2 ranks) or
+    // about the same (16 x 1, eight ranks a core: 0.91-1.09), with log2 n
+    // peers for n-1, while against the chain from 32 KiB it took 1.00-1.52;
+    // within one node it lost to both (4 ranks: 1.2-1.4 times the direct
+    // form's time). bench/README.md has the runs.
+    t.treeBroadcastByLog2_[k] = !formForced && view.nodes() > 1 && bytes <= oneshotBytes &&
+                                treeBroadcastUs(view, bytes) < directBroadcastUs(view, bytes);
   }
   *out = t;
   return Status::ok();
@@ -139,6 +148,10 @@ bool Tuning::useDirectReduceScatter(uint64_t blockBytes) const {
   if (formForced) return useDirect(blockBytes);
   if (reduceScatterDirect_ >= 0) return reduceScatterDirect_ == 1;
   return useDirect(blockBytes) && directRatedBelowRing(blockBytes);
+}
+
+bool Tuning::useTreeBroadcast(uint64_t bytes) const {
+  return treeBroadcastByLog2_[bucket(bytes)];
 }
 
 bool Tuning::directRatedBelowRing(uint64_t blockBytes) const {

@@ -65,6 +65,12 @@ class Tuning {
   // each rank's n-1 sends, and as many connections, against the ring's
   // n-1 hops), unless STRATA_REDUCE_SCATTER_ALGO forces one of them.
   bool useDirectReduceScatter(uint64_t blockBytes) const;
+  // Broadcast of `bytes`: a binomial tree (rooted.h) rather than the direct
+  // form, on more than one node, where the size rule would take the direct
+  // form and the cost model rates the tree below it (the root's n-1 sends,
+  // and as many connections), unless a forced allreduce algorithm or
+  // reproducible mode forces the direct or the pipelined form.
+  bool useTreeBroadcast(uint64_t bytes) const;
   bool reproducible() const { return reproducible_; }
   const AllreduceAlgorithm* forced() const { return forced_; }  // STRATA_ALGO's, or null
   const char* forcedBy() const { return forcedBy_; }
@@ -87,6 +93,7 @@ class Tuning {
   std::array<bool, kBuckets> bruckAllgatherByLog2_{};          // by ceil(log2(block bytes))
   std::array<bool, kBuckets> bruckReduceScatterByLog2_{};      // by ceil(log2(block bytes))
   std::array<bool, kBuckets> directReduceScatterRated_{};      // direct <= ring, by ceil(log2(block bytes))
+  std::array<bool, kBuckets> treeBroadcastByLog2_{};           // by ceil(log2(bytes))
   int reduceScatterDirect_ = -1;  // STRATA_REDUCE_SCATTER_ALGO=direct: 1, ring: 0
 };
 

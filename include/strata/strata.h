@@ -468,7 +468,8 @@ typedef struct {
    * algorithm: for allreduce, one of strata-info --algorithms (in
    * reproducible mode, one that folds in rank order); for broadcast, reduce
    * and reduce_scatter "direct" (one hop to or from every rank) or
-   * "pipelined" (chains and rings), and for reduce_scatter also "bruck"
+   * "pipelined" (chains and rings), for broadcast also "tree" (a binomial
+   * tree, ceil(log2 n) hops deep), and for reduce_scatter also "bruck"
    * (ceil(log2 n) rounds; not in reproducible mode); for allgather
    * "pairwise" (one hop to every peer) or "bruck"; for alltoall "pairwise".
    * channels: 1 to the communicator's channel count (STRATA_NCHANNELS).

@@ -41,10 +41,16 @@ Status makePick(Coll coll, const char* algorithm, int channels, size_t chunkByte
     pick->bruck = 1;
     return Status::ok();
   }
+  if (coll == Coll::Broadcast && name == "tree") {
+    pick->tree = 1;
+    return Status::ok();
+  }
   if (coll == Coll::Broadcast || coll == Coll::Reduce || coll == Coll::ReduceScatter) {
     if (name != "direct" && name != "pipelined")
       return STRATA_INVALID_ARG("%salgorithm='%s' is not one of %s's: direct, pipelined%s", prefix, name.c_str(),
-                                collName(coll), coll == Coll::ReduceScatter ? ", bruck" : "");
+                                collName(coll), coll == Coll::ReduceScatter ? ", bruck"
+                                                : coll == Coll::Broadcast   ? ", tree"
+                                                                            : "");
     if (limits.reproducible && coll != Coll::Broadcast && name == "pipelined")
       return STRATA_INVALID_ARG("%salgorithm='pipelined' folds in chain order, and this communicator is "
                                 "reproducible (STRATA_REPRODUCIBLE)", prefix);

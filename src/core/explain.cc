@@ -71,6 +71,10 @@ Status Comm::explain(const CollCall& call, std::string* json) const {
                   ? "STRATA_REDUCE_SCATTER_ALGO=" + params::reduceScatterAlgo()
               : choice.bruck ? std::string("cost model (Bruck's rounds where they rate below the ring and the direct "
                                            "form: many ranks across nodes, small blocks)")
+              : call.coll == Coll::Broadcast && choice.tree != tuning_.useTreeBroadcast(bytes)
+                  ? std::string("a pick of the call's own, not the cost model's")
+              : choice.tree ? std::string("cost model: a binomial tree (ceil(log2 n) hops) rates below the direct "
+                                          "form (the root's n-1 sends) on more than one node")
               : rs && !choice.direct && tuning_.useDirect(bytes)
                   ? std::string("cost model: the ring rates below the direct form (each rank's n-1 sends, many "
                                 "ranks across nodes), though the size is at most STRATA_ONESHOT_BYTES")
@@ -78,6 +82,8 @@ Status Comm::explain(const CollCall& call, std::string* json) const {
     candidates = formatText("{\"algorithm\":\"direct\",\"estimate_us\":null,\"considered\":true},"
                             "{\"algorithm\":%s,\"estimate_us\":null,\"considered\":true}",
                             quoted(rs ? "ring" : "chain").c_str());
+    if (call.coll == Coll::Broadcast)
+      candidates += ",{\"algorithm\":\"tree\",\"estimate_us\":null,\"considered\":true}";
     if (rs)
       candidates += tuning_.reproducible()
                         ? ",{\"algorithm\":\"bruck\",\"estimate_us\":null,\"considered\":false,\"why_not\":"
@@ -142,7 +148,7 @@ void Comm::logFirstDecision(const CollCall& call) {
       why += std::isfinite(us) ? formatText(" %s %.1f us", a->name, us) : formatText(" %s -", a->name);
     }
   } else if (call.coll == Coll::Broadcast || call.coll == Coll::Reduce || call.coll == Coll::ReduceScatter) {
-    why = sizeRule(tuning_, bytes, choice.direct);
+    why = choice.tree ? "cost model: a binomial tree on more than one node" : sizeRule(tuning_, bytes, choice.direct);
   }
   STRATA_INFO(ALGO, "first %s of %llu bytes up to 2^%d (%s): %s on %d channel(s)%s%s (strata_comm_explain has more)",
               collName(call.coll), (unsigned long long)bytes, sizeClass, datatypeName(call.datatype), choice.algo,

@@ -257,6 +257,14 @@ void perCall(int rank, int nranks, const strata_unique_id_t& id, Reporter& r, co
     return;
   for (size_t i = 0; i < count; ++i)
     if (out[i] != float(2 * (i % 1000))) return r.fail("broadcast: out[%zu]=%g", i, out[i]);
+  // One host, where the model keeps the chain at this size.
+  o.algorithm = "tree";
+  want.push_back("tree on");
+  if (!r.ok(strata_broadcast_ex(in.data(), out.data(), count, STRATA_FLOAT32, nranks - 1, comm, &o), comm,
+            "broadcast, tree"))
+    return;
+  for (size_t i = 0; i < count; ++i)
+    if (out[i] != float(nranks * (i % 1000))) return r.fail("broadcast, tree: out[%zu]=%g", i, out[i]);
   // 1000 elements per rank: a block on one host, where the model keeps one hop.
   o.algorithm = "bruck";
   want.push_back("bruck on");

@@ -503,6 +503,21 @@ void manyRanks(int hosts, int perHost) {
       return;
     for (size_t i = 0; i < b.size(); ++i)
       if (b[i] != inputValue(nranks - 1, i)) return rep.fail("broadcast: element %zu is %lld", i, (long long)b[i]);
+    // Small, from a rank in the middle: the binomial tree across the hosts.
+    char algo[16] = "";
+    int channels = 0;
+    if (!rep.ok(strata_comm_algorithm(comm, "broadcast", 100, STRATA_INT64, algo, sizeof(algo), &channels), comm,
+                "strata_comm_algorithm") ||
+        std::string(algo) != "tree")
+      return rep.fail("a 100-element broadcast on %d hosts runs '%s', not the tree", hosts, algo);
+    std::vector<int64_t> s(100, rank == nranks / 2 ? 0 : -1);
+    for (size_t i = 0; rank == nranks / 2 && i < s.size(); ++i) s[i] = inputValue(rank, i);
+    if (!rep.ok(strata_broadcast(s.data(), s.data(), s.size(), STRATA_INT64, nranks / 2, comm), comm,
+                "small broadcast"))
+      return;
+    for (size_t i = 0; i < s.size(); ++i)
+      if (s[i] != inputValue(nranks / 2, i))
+        return rep.fail("small broadcast: element %zu is %lld", i, (long long)s[i]);
     std::vector<int64_t> in(block * nranks), out(block);
     for (size_t i = 0; i < in.size(); ++i) in[i] = inputValue(rank, i);
     if (!rep.ok(strata_reduce_scatter(in.data(), out.data(), block, STRATA_INT64, STRATA_SUM, comm), comm,

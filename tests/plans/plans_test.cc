@@ -26,6 +26,7 @@
 #include "params.h"
 #include "planner.h"
 #include "reduce_scatter.h"
+#include "rooted.h"
 #include "selection.h"
 
 namespace strata {
@@ -1066,6 +1067,156 @@ TEST(BruckReduceScatter, ChosenWhereTheModelSaysAndWhenForced) {
   ASSERT_TRUE(Tuning::create("", 16384, model, small, false, &t).isOk());
   EXPECT_FALSE(t.useBruckReduceScatter(8));
   EXPECT_TRUE(t.useDirectReduceScatter(8));
+}
+
+
+// The binomial-tree broadcast (rooted.h) on n threads: every rank's output
+// must be the root's input, whatever the root, and nothing past the end may
+// change. The other ranks' inputs hold values of their own, so a piece sent
+// from the wrong buffer shows.
+void checkTreeBroadcast(int n, int root, int channels, uint64_t count, bool inPlace, size_t slotBytes,
+                        int nslots = kSlots, const Layout* layout = nullptr) {
+  const size_t bytes = count * sizeof(float);
+  auto value = [](int r, uint64_t i) { return static_cast<float>((r * 7919 + i * 13) % 30011) / 4.0f; };
+  std::vector<std::vector<char>> in(n, std::vector<char>(bytes)), out(n, std::vector<char>(bytes + 8, 0x5a));
+  std::vector<const char*> inPtr(n);
+  std::vector<char*> outPtr(n);
+  for (int r = 0; r < n; ++r) {
+    for (uint64_t i = 0; i < count; ++i) reinterpret_cast<float*>(in[r].data())[i] = value(r, i);
+    if (inPlace && r == root) std::memcpy(out[r].data(), in[r].data(), bytes);
+    inPtr[r] = inPlace && r == root ? out[r].data() : in[r].data();
+    outPtr[r] = out[r].data();
+  }
+  auto build = [&](const PlanShape& shape, std::vector<ChannelPlan>& plans) {
+    buildBroadcast(shape, count, root, RootedForm::Tree, channels, plans);
+    return channels;
+  };
+  const std::string what = "n=" + std::to_string(n) + " root=" + std::to_string(root) + " channels=" +
+                           std::to_string(channels) + " count=" + std::to_string(count) + " nslots=" +
+                           std::to_string(nslots) + (inPlace ? " in place" : "") + (layout ? " (layout)" : "");
+  auto results = runPlans(n, channels, build, OpDesc{Coll::Broadcast, STRATA_FLOAT32, STRATA_SUM, count}.pack(),
+                          STRATA_FLOAT32, STRATA_SUM, inPtr, outPtr, 0, layout, slotBytes, nslots);
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(results[r].isOk()) << what << ": rank " << r << ": " << results[r].message();
+  for (int r = 0; r < n; ++r) {
+    for (uint64_t i = 0; i < count; ++i)
+      ASSERT_EQ(reinterpret_cast<const float*>(out[r].data())[i], value(root, i)) << what << ": rank " << r
+                                                                                 << ", element " << i;
+    for (size_t b = bytes; b < out[r].size(); ++b) ASSERT_EQ(out[r][b], 0x5a) << what << ": rank " << r;
+  }
+}
+
+TEST(TreeBroadcast, DeliversTheRootsInputOnAnyRankCount) {
+  for (int n = 1; n <= kBruckSweepRanks; ++n)
+    for (int root : {0, n / 2, n - 1}) {
+      // 256-byte slots: 64 floats a chunk.
+      for (uint64_t count : {uint64_t(1), uint64_t(64), uint64_t(1000)})
+        for (bool inPlace : {false, true}) {
+          checkTreeBroadcast(n, root, 1 + (n + root) % 3, count, inPlace, 256);
+          if (HasFatalFailure()) return;
+        }
+      // One slot per FIFO: a rank sends each chunk to its children in turn.
+      checkTreeBroadcast(n, root, 2, 999, false, 256, 1);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST(TreeBroadcast, FollowsTheLayoutsOrder) {
+  for (const auto& nodeOf : std::vector<std::vector<int>>{{0, 1, 0, 1, 0, 1}, {2, 0, 1, 0, 2}, {0, 0, 1, 1, 1, 2, 2}})
+    for (int root = 0; root < static_cast<int>(nodeOf.size()); root += 2) {
+      const Layout layout = layoutOf(nodeOf);
+      checkTreeBroadcast(static_cast<int>(nodeOf.size()), root, 2, 300, false, 256, kSlots, &layout);
+    }
+}
+
+// Each rank hears from one parent and sends to at most ceil(log2 n)
+// children, every element reaches every rank once, and with a node's ranks
+// adjacent the root's sends cross between nodes first: the rounds that
+// cross have one sender a node.
+TEST(TreeBroadcast, TalksToItsParentAndLog2nChildren) {
+  for (int n = 1; n <= 40; ++n) {
+    int log2n = 0;
+    while ((1 << log2n) < n) ++log2n;
+    for (int root : {0, n - 1}) {
+      std::vector<int> heard(n, 0);
+      for (int r = 0; r < n; ++r) {
+        std::vector<ChannelPlan> plans(2);
+        buildBroadcast(PlanShape{r, n, 2, 256, 4}, 70, root, RootedForm::Tree, 2, plans);
+        std::set<int> to, from;
+        std::vector<int> written(70, 0);
+        for (const auto& p : plans)
+          for (const Step& s : p.steps) {
+            if (s.sendPeer >= 0) to.insert(s.sendPeer);
+            if (s.recvPeer >= 0) from.insert(s.recvPeer);
+            if (s.prim == Prim::Recv || s.prim == Prim::RecvCopySend || s.prim == Prim::Copy)
+              for (uint64_t i = s.outOffset; i < s.outOffset + s.count; ++i) written[i]++;
+          }
+        EXPECT_LE(to.size(), size_t(log2n)) << "n=" << n << " rank " << r;
+        EXPECT_EQ(from.size(), r == root ? 0u : 1u) << "n=" << n << " rank " << r;
+        for (int peer : to) heard[peer]++;
+        for (uint64_t i = 0; i < 70; ++i) ASSERT_EQ(written[i], 1) << "n=" << n << " rank " << r << " element " << i;
+      }
+      for (int r = 0; r < n; ++r) EXPECT_EQ(heard[r], r == root ? 0 : 1) << "n=" << n << " rank " << r;
+    }
+  }
+  const Layout wide = Layout::blocks(128, 16);
+  std::vector<ChannelPlan> plans(1);
+  buildBroadcast(PlanShape{0, 128, 1, 256, 4, &wide}, 8, 0, RootedForm::Tree, 1, plans);
+  std::vector<int> sentTo;
+  for (const Step& s : plans[0].steps) sentTo.push_back(s.sendPeer);
+  EXPECT_EQ(sentTo, (std::vector<int>{64, 32, 16, 8, 4, 2, 1, -1}));
+}
+
+// On one node the size rule stays; on many nodes the tree takes the direct
+// form's sizes, the chain the rest. A call's pick or a forced form wins.
+TEST(TreeBroadcast, ChosenWhereTheModelSaysAndWhenForced) {
+  const CostModel model{{2, 6}, {20, 0.6}};
+  Tuning t;
+  for (int n : {2, 3, 4, 8, 64}) {
+    PlanShape shape{0, n, 2, 262144, 4};
+    ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
+    for (uint64_t bytes = 1; bytes <= (uint64_t(1) << 30); bytes *= 8)
+      EXPECT_FALSE(t.useTreeBroadcast(bytes)) << n << " ranks on one node, " << bytes << " bytes";
+  }
+  const Layout wide = Layout::blocks(128, 16);
+  PlanShape shape{0, 128, 2, 262144, 4, &wide};
+  ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
+  for (uint64_t bytes : {uint64_t(8), uint64_t(1000), uint64_t(16384)})
+    EXPECT_TRUE(t.useTreeBroadcast(bytes)) << bytes << " bytes";
+  for (uint64_t bytes : {uint64_t(32768), uint64_t(64) << 20}) EXPECT_FALSE(t.useTreeBroadcast(bytes)) << bytes;
+  const Layout two = Layout::blocks(4, 2);
+  PlanShape fourOnTwo{0, 4, 2, 262144, 4, &two};
+  ASSERT_TRUE(Tuning::create("", 16384, model, fourOnTwo, false, &t).isOk());
+  EXPECT_TRUE(t.useTreeBroadcast(8));
+  ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
+  CollCall call{Coll::Broadcast, nullptr, nullptr, 2, STRATA_FLOAT32, STRATA_SUM, 0,
+                nullptr, nullptr, nullptr, nullptr};
+  PlanChoice choice;
+  ASSERT_TRUE(Planner::choose(call, shape, t, &choice).isOk());
+  EXPECT_STREQ(choice.algo, "tree");
+  EXPECT_TRUE(choice.tree);
+  call.pick.direct = 1;
+  ASSERT_TRUE(Planner::choose(call, shape, t, &choice).isOk());
+  EXPECT_STREQ(choice.algo, "direct");
+  call.pick.direct = 0;
+  ASSERT_TRUE(Planner::choose(call, shape, t, &choice).isOk());
+  EXPECT_STREQ(choice.algo, "chain");
+  // Reduce keeps its two forms.
+  call.coll = Coll::Reduce;
+  call.pick.direct = -1;
+  ASSERT_TRUE(Planner::choose(call, shape, t, &choice).isOk());
+  EXPECT_STREQ(choice.algo, "direct");
+  // A forced form, and reproducible mode, leave the tree out.
+  ASSERT_TRUE(Tuning::create("oneshot", 16384, model, shape, false, &t).isOk());
+  EXPECT_FALSE(t.useTreeBroadcast(8));
+  ASSERT_TRUE(Tuning::create("", 16384, model, shape, true, &t).isOk());
+  EXPECT_FALSE(t.useTreeBroadcast(8));
+  // A call's pick takes it on one node.
+  PlanShape four{0, 4, 2, 262144, 4};
+  ASSERT_TRUE(Tuning::create("", 16384, model, four, false, &t).isOk());
+  call.coll = Coll::Broadcast;
+  call.pick.tree = 1;
+  ASSERT_TRUE(Planner::choose(call, four, t, &choice).isOk());
+  EXPECT_STREQ(choice.algo, "tree");
 }
 
 }  // namespace
