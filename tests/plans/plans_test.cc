@@ -650,6 +650,39 @@ TEST(Plans, ReproducibleTuningUsesRankOrderFoldsOnly) {
   }
 }
 
+// `use`, a Tuning's choice of a log-depth form, says no at every size from
+// 1 byte to 1 GiB on one node of each of `counts` ranks under `model`.
+void expectNeverOnOneNode(const CostModel& model, bool (Tuning::*use)(uint64_t) const,
+                          std::initializer_list<int> counts) {
+  Tuning t;
+  for (int n : counts) {
+    PlanShape shape{0, n, 2, 262144, 4};
+    ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
+    for (uint64_t bytes = 1; bytes <= (uint64_t(1) << 30); bytes *= 8)
+      EXPECT_FALSE((t.*use)(bytes)) << n << " ranks on one node, " << bytes << " bytes";
+  }
+}
+
+// What one rank's plans do: the peers they send to and receive from, and how
+// many of their steps write each element of the output (those whose
+// primitive is one of `writers`).
+struct Traffic {
+  std::set<int> to, from;
+  std::vector<int> written;
+};
+Traffic trafficOf(const std::vector<ChannelPlan>& plans, uint64_t outElems, std::initializer_list<Prim> writers) {
+  Traffic t;
+  t.written.assign(outElems, 0);
+  for (const auto& p : plans)
+    for (const Step& s : p.steps) {
+      if (s.sendPeer >= 0) t.to.insert(s.sendPeer);
+      if (s.recvPeer >= 0) t.from.insert(s.recvPeer);
+      if (std::find(writers.begin(), writers.end(), s.prim) != writers.end())
+        for (uint64_t i = s.outOffset; i < s.outOffset + s.count; ++i) t.written[i]++;
+    }
+  return t;
+}
+
 // Bruck's allgather (bruck.cc) on n threads; every rank's output must hold
 // every rank's input at its block, and nothing past the end may change.
 // Inputs are distinct per rank and element, so a block in the wrong place
@@ -728,19 +761,11 @@ TEST(BruckAllgather, TalksToLog2nPeersAndWritesEveryElementOnce) {
         for (int r = 0; r < n; ++r) {
           std::vector<ChannelPlan> plans(channels);
           buildBruckAllgather(PlanShape{r, n, channels, 256, 4}, count, channels, plans);
-          std::set<int> to, from;
-          std::vector<int> written(n * count, 0);
-          for (const auto& p : plans)
-            for (const Step& s : p.steps) {
-              if (s.sendPeer >= 0) to.insert(s.sendPeer);
-              if (s.recvPeer >= 0) from.insert(s.recvPeer);
-              if (s.prim == Prim::Recv || s.prim == Prim::CopySend || s.prim == Prim::Copy)
-                for (uint64_t i = s.outOffset; i < s.outOffset + s.count; ++i) written[i]++;
-            }
-          EXPECT_LE(to.size(), size_t(log2n)) << "n=" << n << " rank " << r;
-          EXPECT_LE(from.size(), size_t(log2n)) << "n=" << n << " rank " << r;
+          const Traffic t = trafficOf(plans, n * count, {Prim::Recv, Prim::CopySend, Prim::Copy});
+          EXPECT_LE(t.to.size(), size_t(log2n)) << "n=" << n << " rank " << r;
+          EXPECT_LE(t.from.size(), size_t(log2n)) << "n=" << n << " rank " << r;
           for (uint64_t i = 0; i < n * count; ++i)
-            ASSERT_EQ(written[i], 1) << "n=" << n << " rank " << r << " element " << i << " count " << count;
+            ASSERT_EQ(t.written[i], 1) << "n=" << n << " rank " << r << " element " << i << " count " << count;
         }
       }
 }
@@ -751,13 +776,8 @@ TEST(BruckAllgather, TalksToLog2nPeersAndWritesEveryElementOnce) {
 // either.
 TEST(BruckAllgather, ChosenWhereTheModelSaysAndWhenForced) {
   const CostModel model{{2, 6}, {20, 0.6}};
+  expectNeverOnOneNode(model, &Tuning::useBruckAllgather, {2, 3, 4, 5, 8, 16, 64, 1024});
   Tuning t;
-  for (int n : {2, 3, 4, 5, 8, 16, 64, 1024}) {
-    PlanShape shape{0, n, 2, 262144, 4};
-    ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
-    for (uint64_t bytes = 1; bytes <= (uint64_t(1) << 30); bytes *= 8)
-      EXPECT_FALSE(t.useBruckAllgather(bytes)) << n << " ranks on one node, " << bytes << " bytes";
-  }
   // Two nodes of two ranks: Bruck's second round has both ranks of a node
   // crossing at once, which the model rates no cheaper than the exchange.
   const Layout twoByTwo = Layout::blocks(4, 2);
@@ -965,13 +985,8 @@ TEST(BruckReduceScatter, TalksToLog2nPeersWithinItsScratch) {
 // call's pick force one; the plan declares the scratch it needs.
 TEST(BruckReduceScatter, ChosenWhereTheModelSaysAndWhenForced) {
   const CostModel model{{2, 6}, {20, 0.6}};
+  expectNeverOnOneNode(model, &Tuning::useBruckReduceScatter, {2, 3, 4, 5, 8, 16, 64, 1024});
   Tuning t;
-  for (int n : {2, 3, 4, 5, 8, 16, 64, 1024}) {
-    PlanShape shape{0, n, 2, 262144, 4};
-    ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
-    for (uint64_t bytes = 1; bytes <= (uint64_t(1) << 30); bytes *= 8)
-      EXPECT_FALSE(t.useBruckReduceScatter(bytes)) << n << " ranks on one node, " << bytes << " bytes";
-  }
   for (int nodes : {2, 3}) {
     const Layout layout = Layout::blocks(2 * nodes, nodes);
     PlanShape shape{0, 2 * nodes, 2, 262144, 4, &layout};
@@ -1141,19 +1156,11 @@ TEST(TreeBroadcast, TalksToItsParentAndLog2nChildren) {
       for (int r = 0; r < n; ++r) {
         std::vector<ChannelPlan> plans(2);
         buildBroadcast(PlanShape{r, n, 2, 256, 4}, 70, root, RootedForm::Tree, 2, plans);
-        std::set<int> to, from;
-        std::vector<int> written(70, 0);
-        for (const auto& p : plans)
-          for (const Step& s : p.steps) {
-            if (s.sendPeer >= 0) to.insert(s.sendPeer);
-            if (s.recvPeer >= 0) from.insert(s.recvPeer);
-            if (s.prim == Prim::Recv || s.prim == Prim::RecvCopySend || s.prim == Prim::Copy)
-              for (uint64_t i = s.outOffset; i < s.outOffset + s.count; ++i) written[i]++;
-          }
-        EXPECT_LE(to.size(), size_t(log2n)) << "n=" << n << " rank " << r;
-        EXPECT_EQ(from.size(), r == root ? 0u : 1u) << "n=" << n << " rank " << r;
-        for (int peer : to) heard[peer]++;
-        for (uint64_t i = 0; i < 70; ++i) ASSERT_EQ(written[i], 1) << "n=" << n << " rank " << r << " element " << i;
+        const Traffic t = trafficOf(plans, 70, {Prim::Recv, Prim::RecvCopySend, Prim::Copy});
+        EXPECT_LE(t.to.size(), size_t(log2n)) << "n=" << n << " rank " << r;
+        EXPECT_EQ(t.from.size(), r == root ? 0u : 1u) << "n=" << n << " rank " << r;
+        for (int peer : t.to) heard[peer]++;
+        for (uint64_t i = 0; i < 70; ++i) ASSERT_EQ(t.written[i], 1) << "n=" << n << " rank " << r << " element " << i;
       }
       for (int r = 0; r < n; ++r) EXPECT_EQ(heard[r], r == root ? 0 : 1) << "n=" << n << " rank " << r;
     }
@@ -1170,13 +1177,8 @@ TEST(TreeBroadcast, TalksToItsParentAndLog2nChildren) {
 // form's sizes, the chain the rest. A call's pick or a forced form wins.
 TEST(TreeBroadcast, ChosenWhereTheModelSaysAndWhenForced) {
   const CostModel model{{2, 6}, {20, 0.6}};
+  expectNeverOnOneNode(model, &Tuning::useTreeBroadcast, {2, 3, 4, 8, 64});
   Tuning t;
-  for (int n : {2, 3, 4, 8, 64}) {
-    PlanShape shape{0, n, 2, 262144, 4};
-    ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
-    for (uint64_t bytes = 1; bytes <= (uint64_t(1) << 30); bytes *= 8)
-      EXPECT_FALSE(t.useTreeBroadcast(bytes)) << n << " ranks on one node, " << bytes << " bytes";
-  }
   const Layout wide = Layout::blocks(128, 16);
   PlanShape shape{0, 128, 2, 262144, 4, &wide};
   ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
