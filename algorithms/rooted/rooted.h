@@ -9,8 +9,8 @@
 // the buffer once and all links are busy at the same time, time ~ size /
 // bandwidth + (n-2) chunks of latency. Tree (broadcast): a binomial tree
 // over the layout's walking order from the root, ceil(log2 n) hops deep,
-// each rank talking to its parent and at most ceil(log2 n) children: the
-// latency of neither of the others at many ranks, as MPI's small broadcasts.
+// each rank talking to its parent and at most ceil(log2 n) children, where
+// the direct form's root sends to, and connects to, every other rank.
 #pragma once
 
 #include <cstdint>
