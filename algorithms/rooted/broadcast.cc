@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <limits>
 
 #include "exchange.h"
 #include "rooted.h"
@@ -72,20 +71,6 @@ void buildBroadcast(const PlanShape& shape, uint64_t count, int root, RootedForm
 double directBroadcastUs(const CostView& v, double bytes) {
   // The root's n-1 sends, as one rank's sends in the one-hop exchange.
   return pairwiseAllgatherUs(v, bytes);
-}
-
-double chainBroadcastUs(const CostView& v, double bytes) {
-  const int n = v.shape.nranks;
-  if (n < 2) return 0;
-  // Every hop's latency once, the buffer at the slowest link's rate, and a
-  // chunk more for each hop the pipeline fills.
-  double latency = 0, gbps = std::numeric_limits<double>::infinity();
-  for (int p = 1; p < n; ++p) {
-    latency += v.link(p - 1, p).latencyUs;
-    gbps = std::min(gbps, v.link(p - 1, p).gbps);
-  }
-  const double chunk = std::min(bytes, static_cast<double>(v.shape.slotBytes));
-  return latency + (bytes + (n - 2) * chunk) / (gbps * 1e3);
 }
 
 double treeBroadcastUs(const CostView& v, double bytes) {

@@ -32,10 +32,9 @@ void buildBroadcast(const PlanShape& shape, uint64_t count, int root, RootedForm
 void buildReduce(const PlanShape& shape, uint64_t count, int root, bool direct, int nchannels,
                  std::vector<ChannelPlan>& plans);
 
-// The cost model's estimates of a broadcast of `bytes` in each form, in
-// microseconds, from position 0 of the layout's order.
+// The cost model's estimates of a broadcast of `bytes` in the direct form
+// and as a tree, in microseconds, from position 0 of the layout's order.
 double directBroadcastUs(const CostView& v, double bytes);
-double chainBroadcastUs(const CostView& v, double bytes);
 double treeBroadcastUs(const CostView& v, double bytes);
 
 }  // namespace strata
