@@ -286,7 +286,7 @@ def model_flags(kind, ranks, size, r, handoffs=True):
     # Without hand-offs a same-node hop's bytes go at the thread's own rates
     # alone (copy, fold, input and output).
     rates = (lambda t: (t["copy"], t["fold"], t["write"], t["copy_out"], t["slot_fold"])) if handoffs else \
-        (lambda t: (t["copy"], t["fold"]))
+        (lambda t: (t["copy"], t["fold"], 0, 0, 0))
     if kind == "tcp":
         flags = ["--nic", "%.2f,%.3f" % (r["net_lat"], r["net_gbps"][size]), "--msg-overhead", "0"]
     else:
@@ -305,7 +305,8 @@ def model_flags(kind, ranks, size, r, handoffs=True):
     # procs_fold.
     shared = r["shared"].get(ranks, 1.0) if kind == "shm" and ranks > os.cpu_count() else 1.0
     for t in caches:
-        flags += ["--cache", ",".join(["%d" % t["cache"]] + ["%.3f" % (x * shared) for x in rates(t)])]
+        flags += ["--cache", ",".join(["%d" % t["cache"]] +
+                                      ["%.3f" % (x * shared) for x in rates(t) + (t["output"], t["input"])])]
         if t.get("shares"):
             flags += ["--cache-shares", ",".join("%d,%.3f" % p for p in t["shares"])]
     return flags

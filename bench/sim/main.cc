@@ -45,12 +45,13 @@ void usage() {
                "                      --reduce's)\n"
                "  --handoff-nt WRITE,COPY,FOLD  the same for slots written non-temporally\n"
                "                      while DRAM carries nothing else (default: --handoff's)\n"
-               "  --cache BYTES,COPY,FOLD[,WRITE,HCOPY,HFOLD]  a node's cache of\n"
-               "                      BYTES: a rank's copy and fold GB/s while its\n"
-               "                      share holds the rank's buffers, and its\n"
+               "  --cache BYTES,COPY,FOLD[,WRITE,HCOPY,HFOLD[,OUTPUT,INPUT]]  a node's\n"
+               "                      cache of BYTES: a rank's copy and fold GB/s while\n"
+               "                      its share holds the rank's buffers, and its\n"
                "                      --handoff rates while it holds its slots and\n"
-               "                      what a rank streams between two fills of one (repeat,\n"
-               "                      smallest first; none: the rates above only)\n"
+               "                      what a rank streams between two fills of one;\n"
+               "                      its --output and --input rates (default: COPY)\n"
+               "                      (repeat, smallest first; none: the rates above only)\n"
                "  --cache-shares BYTES,SHARE,...  the share of a set of BYTES that the\n"
                "                      last --cache holds, measured (default: all up to\n"
                "                      its size, size / BYTES past it)\n"
@@ -135,7 +136,7 @@ void calibrate(const std::string& kind, Scenario& sc, int ranks) {
     shareHandoff(sc.model.handoff);
     shareHandoff(sc.model.nonTemporal);
     for (auto& c : sc.model.caches) {
-      c.copyGBps /= share, c.foldGBps /= share;
+      c.copyGBps /= share, c.foldGBps /= share, c.outputGBps /= share, c.inputGBps /= share;
       shareHandoff(c.handoff);
     }
   } else if (kind == "tcp") {
@@ -211,9 +212,10 @@ int main(int argc, char** argv) {
       base.model.nonTemporal = {std::atof(v[0].c_str()), std::atof(v[1].c_str()), std::atof(v[2].c_str())};
     } else if (a == "--cache") {
       const auto v = split(value());
-      if (v.size() != 3 && v.size() != 6) usage();
+      if (v.size() != 3 && v.size() != 6 && v.size() != 8) usage();
       NetModel::Cache c{double(parseBytes(v[0])), std::atof(v[1].c_str()), std::atof(v[2].c_str()), {}};
-      if (v.size() == 6) c.handoff = {std::atof(v[3].c_str()), std::atof(v[4].c_str()), std::atof(v[5].c_str())};
+      if (v.size() >= 6) c.handoff = {std::atof(v[3].c_str()), std::atof(v[4].c_str()), std::atof(v[5].c_str())};
+      if (v.size() == 8) c.outputGBps = std::atof(v[6].c_str()), c.inputGBps = std::atof(v[7].c_str());
       base.model.caches.push_back(c);
     } else if (a == "--cache-shares") {
       const auto v = split(value());

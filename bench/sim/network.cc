@@ -65,8 +65,9 @@ NetModel NetModel::forWorkingSet(double perRankBytes, SlotSets slots, int ranksS
   const Cache* plain = tier(perRankBytes, perRankBytes, &hit);
   const double buffersHit = hit;
   m.shm.gbps = blend(hit, plain->copyGBps, shm.gbps);
-  m.outputGBps = blend(hit, plain->copyGBps, outputGBps > 0 ? outputGBps : shm.gbps);
-  m.inputGBps = blend(hit, plain->copyGBps, inputGBps > 0 ? inputGBps : shm.gbps);
+  auto orCopy = [&](double gbps) { return gbps > 0 ? gbps : plain->copyGBps; };
+  m.outputGBps = blend(hit, orCopy(plain->outputGBps), outputGBps > 0 ? outputGBps : shm.gbps);
+  m.inputGBps = blend(hit, orCopy(plain->inputGBps), inputGBps > 0 ? inputGBps : shm.gbps);
   m.reduceGBps = blend(hit, plain->foldGBps, reduceGBps);
   double refillHit;
   const Cache* refilled = tier(slots.passed, slots.refill, &refillHit);
@@ -74,7 +75,9 @@ NetModel NetModel::forWorkingSet(double perRankBytes, SlotSets slots, int ranksS
   m.handoff = {blend(refillHit, refilled->handoff.writeGBps, handoff.writeGBps),
                blend(hit, read->handoff.copyOutGBps, handoff.copyOutGBps),
                blend(hit, read->handoff.foldGBps, handoff.foldGBps)};
-  m.sameCore = {blend(refillHit, refilled->copyGBps, shm.gbps), blend(hit, read->copyGBps, shm.gbps),
+  auto outputOf = [](const Cache* c) { return c->outputGBps > 0 ? c->outputGBps : c->copyGBps; };
+  auto inputOf = [](const Cache* c) { return c->inputGBps > 0 ? c->inputGBps : c->copyGBps; };
+  m.sameCore = {blend(refillHit, outputOf(refilled), shm.gbps), blend(hit, inputOf(read), shm.gbps),
                 blend(hit, read->foldGBps, reduceGBps)};
   if (slots.timedStores && handoff.writeGBps > 0 && handoff.copyOutGBps > 0 && handoff.foldGBps > 0) {
     const Handoff& alone = nonTemporal.writeGBps > 0 ? nonTemporal : handoff;

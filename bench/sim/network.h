@@ -104,9 +104,13 @@ struct NetModel {
   // ring's worth (0: handoff's). Where the ranks' buffers stream from DRAM
   // too, such slots go at handoff's rates (SlotSets::timedStores).
   Handoff nonTemporal;
-  // Between two ranks that share a core: the plain copy and fold rates of
-  // the cache the slot's lines are in, which is that core's own
-  // (forWorkingSet sets them with handoff's; 0: the plain rates). With this
+  // Between two ranks that share a core: the rates of the cache the slot's
+  // lines are in, which is that core's own: a fill at its output rate, a
+  // copy-out at its input rate (each touches the slot's set once, beside a
+  // piece the L2 holds), a fold at its fold rate (forWorkingSet sets them
+  // with handoff's; 0: the plain rates). On an AMD EPYC host (2026-12-07,
+  // runs BE and BF) the L3's copy rate in their place put 8 ranks at 64 KiB
+  // and 4 and 8 at 1 MiB at 1.26-1.57 times strata's medians. With this
   // machine's cores far apart a slot write between them runs at 2-3 GB/s
   // (it takes lines the other core read) where a core copies its own at
   // 25-50: 8 ranks at 64 KiB, halving-doubling with two of three partners
@@ -129,6 +133,16 @@ struct NetModel {
     // `bytes`, bytes / size of a larger one. Only the largest cache's
     // count: a set past a smaller one goes to the next.
     std::vector<std::pair<double, double>> shares;
+    // A rank writing its output from a slot in cache and reading its input
+    // into one, while this cache holds the buffers (0: copyGBps). A copy
+    // reads and writes the cache's set; these touch it once, beside a slot
+    // the L2 holds, and need not go at a copy's rate: on an AMD EPYC host
+    // (2026-12-07) the L3's were twice its copy's (57-71 GB/s against
+    // 28-30), on the host before about the same (36-44 against 44), and
+    // with the copy's the sim put 2 ranks at 1 MiB at 1.27-1.37 times
+    // strata's medians (0.95-1.02 with these).
+    double outputGBps = 0;
+    double inputGBps = 0;
     double shareOf(double set) const;
   };
   std::vector<Cache> caches;  // smallest first; none: every buffer from DRAM
@@ -152,7 +166,7 @@ struct NetModel {
     bool timedStores = false;
   };
   // This model with shm.gbps and reduceGBps (and outputGBps and inputGBps:
-  // the cache's copy rate) from the smallest cache that holds
+  // the cache's own, else its copy rate) from the smallest cache that holds
   // `perRankBytes` for each of `ranksSharing` ranks, and handoff's and
   // sameCore's rates from the cache `slots` give; where none holds a set,
   // blended from the largest's and the rates above (DRAM's) by the share of

@@ -119,6 +119,29 @@ TEST(Sim, RanksOfOneCoreHandOffThroughItsCache) {
   EXPECT_DOUBLE_EQ(net.transfer(1, 0, 1, 0, b, 0).sentUs, 0.1);  // 40
 }
 
+// A cache's own output and input rates, where measured, replace its copy
+// rate for those streams and for a same-core slot's fill (an output
+// written into the slot) and copy-out (an input read from it), blended past
+// the cache like the others; a rank's own copies keep the copy rate.
+TEST(Sim, CacheOutputAndInputRatesReplaceItsCopyRate) {
+  NetModel m;
+  m.shm.gbps = 10;
+  m.outputGBps = 12;
+  m.inputGBps = 14;
+  m.caches = {{4e6, 40, 20, {30, 30, 15}, {}, 60, 70}};
+  const NetModel held = m.forWorkingSet(1e6, {1e6, 1e6, 1e6}, 2);
+  EXPECT_DOUBLE_EQ(held.shm.gbps, 40);
+  EXPECT_DOUBLE_EQ(held.outputGBps, 60);
+  EXPECT_DOUBLE_EQ(held.inputGBps, 70);
+  EXPECT_DOUBLE_EQ(held.sameCore.writeGBps, 60);
+  EXPECT_DOUBLE_EQ(held.sameCore.copyOutGBps, 70);
+  EXPECT_DOUBLE_EQ(held.sameCore.foldGBps, 20);
+  const NetModel half = m.forWorkingSet(4e6, {4e6, 4e6, 4e6}, 2);
+  EXPECT_NEAR(half.outputGBps, 1 / (0.5 / 60 + 0.5 / 12), 1e-9);
+  EXPECT_NEAR(half.inputGBps, 1 / (0.5 / 70 + 0.5 / 14), 1e-9);
+  EXPECT_NEAR(half.sameCore.copyOutGBps, 1 / (0.5 / 70 + 0.5 / 10), 1e-9);
+}
+
 // A connector that carries shmNtBytes in a call fills its slots with the
 // faster of regular and non-temporal stores, as strata's shared-memory
 // connectors time both: 2 ranks at 16 MiB (16 MiB through the one
