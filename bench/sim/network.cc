@@ -63,7 +63,6 @@ NetModel NetModel::forWorkingSet(double perRankBytes, SlotSets slots, int ranksS
   };
   double hit;
   const Cache* plain = tier(perRankBytes, perRankBytes, &hit);
-  const double buffersHit = hit;
   m.shm.gbps = blend(hit, plain->copyGBps, shm.gbps);
   auto orCopy = [&](double gbps) { return gbps > 0 ? gbps : plain->copyGBps; };
   m.outputGBps = blend(hit, orCopy(plain->outputGBps), outputGBps > 0 ? outputGBps : shm.gbps);
@@ -80,11 +79,7 @@ NetModel NetModel::forWorkingSet(double perRankBytes, SlotSets slots, int ranksS
   m.sameCore = {blend(refillHit, outputOf(refilled), shm.gbps), blend(hit, inputOf(read), shm.gbps),
                 blend(hit, read->foldGBps, reduceGBps)};
   if (slots.timedStores && handoff.writeGBps > 0 && handoff.copyOutGBps > 0 && handoff.foldGBps > 0) {
-    const Handoff& alone = nonTemporal.writeGBps > 0 ? nonTemporal : handoff;
-    const Handoff nt{blend(buffersHit, alone.writeGBps, handoff.writeGBps),
-                     blend(buffersHit, alone.copyOutGBps, handoff.copyOutGBps),
-                     blend(buffersHit, alone.foldGBps, handoff.foldGBps)};
-    m.handoff = faster(m.handoff, nt);
+    m.handoff = faster(m.handoff, nonTemporal.writeGBps > 0 ? nonTemporal : handoff);
   }
   return m;
 }

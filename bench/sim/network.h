@@ -100,9 +100,9 @@ struct NetModel {
   // Past the caches.
   Handoff handoff;
   // Slots filled with non-temporal stores, which go to DRAM and their
-  // receiver reads from there, while DRAM carries nothing else: a slot
-  // ring's worth (0: handoff's). Where the ranks' buffers stream from DRAM
-  // too, such slots go at handoff's rates (SlotSets::timedStores).
+  // receiver reads from there: a slot ring's worth, as a connector's FIFO
+  // is (0: handoff's), whatever the ranks' buffers stream beside them
+  // (SlotSets::timedStores).
   Handoff nonTemporal;
   // Between two ranks that share a core: the rates of the cache the slot's
   // lines are in, which is that core's own: a fill at its output rate, a
@@ -156,9 +156,7 @@ struct NetModel {
   // timedStores: the slots' connectors carry enough a call to time regular
   // against non-temporal stores and keep the faster, as strata's do from
   // STRATA_SHM_NT_BYTES (transports/shm/shm_slot_stores.h): the hand-off
-  // then takes the faster of the cached rates and the non-temporal ones,
-  // those blended from nonTemporal's and handoff's by the share of the
-  // rank's buffers that the caches hold.
+  // then takes the faster of the cached rates and nonTemporal's.
   struct SlotSets {
     double passed;
     double read;
