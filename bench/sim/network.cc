@@ -64,9 +64,8 @@ NetModel NetModel::forWorkingSet(double perRankBytes, SlotSets slots, int ranksS
   double hit;
   const Cache* plain = tier(perRankBytes, perRankBytes, &hit);
   m.shm.gbps = blend(hit, plain->copyGBps, shm.gbps);
-  auto orCopy = [&](double gbps) { return gbps > 0 ? gbps : plain->copyGBps; };
-  m.outputGBps = blend(hit, orCopy(plain->outputGBps), outputGBps > 0 ? outputGBps : shm.gbps);
-  m.inputGBps = blend(hit, orCopy(plain->inputGBps), inputGBps > 0 ? inputGBps : shm.gbps);
+  m.outputGBps = blend(hit, plain->outputRate(), outputGBps > 0 ? outputGBps : shm.gbps);
+  m.inputGBps = blend(hit, plain->inputRate(), inputGBps > 0 ? inputGBps : shm.gbps);
   m.reduceGBps = blend(hit, plain->foldGBps, reduceGBps);
   double refillHit;
   const Cache* refilled = tier(slots.passed, slots.refill, &refillHit);
@@ -74,9 +73,7 @@ NetModel NetModel::forWorkingSet(double perRankBytes, SlotSets slots, int ranksS
   m.handoff = {blend(refillHit, refilled->handoff.writeGBps, handoff.writeGBps),
                blend(hit, read->handoff.copyOutGBps, handoff.copyOutGBps),
                blend(hit, read->handoff.foldGBps, handoff.foldGBps)};
-  auto outputOf = [](const Cache* c) { return c->outputGBps > 0 ? c->outputGBps : c->copyGBps; };
-  auto inputOf = [](const Cache* c) { return c->inputGBps > 0 ? c->inputGBps : c->copyGBps; };
-  m.sameCore = {blend(refillHit, outputOf(refilled), shm.gbps), blend(hit, inputOf(read), shm.gbps),
+  m.sameCore = {blend(refillHit, refilled->outputRate(), shm.gbps), blend(hit, read->inputRate(), shm.gbps),
                 blend(hit, read->foldGBps, reduceGBps)};
   if (slots.timedStores && handoff.writeGBps > 0 && handoff.copyOutGBps > 0 && handoff.foldGBps > 0) {
     m.handoff = faster(m.handoff, nonTemporal.writeGBps > 0 ? nonTemporal : handoff);

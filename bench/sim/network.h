@@ -143,6 +143,8 @@ struct NetModel {
     // strata's medians (0.95-1.02 with these).
     double outputGBps = 0;
     double inputGBps = 0;
+    double outputRate() const { return outputGBps > 0 ? outputGBps : copyGBps; }
+    double inputRate() const { return inputGBps > 0 ? inputGBps : copyGBps; }
     double shareOf(double set) const;
   };
   std::vector<Cache> caches;  // smallest first; none: every buffer from DRAM
