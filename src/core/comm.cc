@@ -13,6 +13,7 @@
 #include "describe.h"
 #include "dump_signal.h"
 #include "fingerprint.h"
+#include "hardware_queues.h"
 #include "log.h"
 #include "op_desc.h"
 #include "params.h"
@@ -385,7 +386,9 @@ Status Comm::decideDevice(const topo::HostInfo& self) {
     int32_t mode;     // STRATA_GPU_DIRECT
     uint32_t direct;  // every pair direct by this rank's cost model
     uint64_t slotBytes;
-  } mine{config_.gpuDirect, 1, config_.gpuSlotBytes};
+    int32_t queues;  // CUDA_DEVICE_MAX_CONNECTIONS (gpu/hardware_queues.h)
+    int32_t pad = 0;  // sent as bytes: no padding left uninitialised
+  } mine{config_.gpuDirect, 1, config_.gpuSlotBytes, gpu::hardwareQueues()};
   for (int a = 0; a < nranks_ && mine.direct; ++a)
     for (int b = a + 1; b < nranks_ && mine.direct; ++b) mine.direct = transport->canConnect(hosts[a], hosts[b]);
   std::vector<Vote> votes(nranks_);
@@ -399,6 +402,21 @@ Status Comm::decideDevice(const topo::HostInfo& self) {
     direct &= votes[r].direct != 0;
   }
   if (config_.gpuDirect == 0) return Status::ok();
+  // A call parks the caller's stream while the channels' streams move its
+  // bytes: with fewer hardware queues than those streams, two of them
+  // share one and the call never ends (gpu/hardware_queues.h).
+  for (int r = 0; r < nranks_; ++r) {
+    if (votes[r].queues > shape_.nchannels) continue;
+    const std::string why = formatText(
+        "rank %d runs with CUDA_DEVICE_MAX_CONNECTIONS=%d, and a stream-ordered call over the cuda transport needs "
+        "at least %d hardware queues (the caller's stream and %d channel stream%s), or streams that share one wait "
+        "for each other forever",
+        r, votes[r].queues, shape_.nchannels + 1, shape_.nchannels, shape_.nchannels == 1 ? "" : "s");
+    if (required) return STRATA_INVALID_ARG("STRATA_GPU_DIRECT=2, but %s", why.c_str());
+    if (rank_ == 0)
+      STRATA_WARN(INIT, "stream-ordered calls on GPU memory are staged through host memory: %s", why.c_str());
+    return Status::ok();
+  }
   if (!direct) {
     if (required)
       return STRATA_INVALID_ARG("STRATA_GPU_DIRECT=2, but the topology's cost model stages between some pair of this "

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -21,6 +22,7 @@
 #endif
 
 #include "cuda_seam.h"
+#include "hardware_queues.h"
 
 namespace strata::gpu {
 namespace {
@@ -40,6 +42,28 @@ TEST(CudaSeam, RuntimeSaysWhyNoGpuIsUsable) {
   EXPECT_FALSE(rt.built);
   EXPECT_NE(rt.why.find("built without CUDA"), npos) << rt.why;
 #endif
+}
+
+// CUDA_DEVICE_MAX_CONNECTIONS as the queues it gives: a whole number from
+// 1, capped at 32; anything else, or nothing, CUDA's default of 8.
+TEST(HardwareQueues, ReadsCudaDeviceMaxConnections) {
+  EXPECT_EQ(hardwareQueues(nullptr), 8);
+  EXPECT_EQ(hardwareQueues(""), 8);
+  EXPECT_EQ(hardwareQueues("1"), 1);
+  EXPECT_EQ(hardwareQueues("16"), 16);
+  EXPECT_EQ(hardwareQueues("32"), 32);
+  EXPECT_EQ(hardwareQueues("33"), 32);
+  EXPECT_EQ(hardwareQueues("0"), 8);
+  EXPECT_EQ(hardwareQueues("-2"), 8);
+  EXPECT_EQ(hardwareQueues("4x"), 8);
+  EXPECT_EQ(hardwareQueues("99999999999999999999"), 8);
+  const char* before = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  const std::string saved = before ? before : "";
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "2", 1);
+  EXPECT_EQ(hardwareQueues(), 2);
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  EXPECT_EQ(hardwareQueues(), 8);
+  if (before) setenv("CUDA_DEVICE_MAX_CONNECTIONS", saved.c_str(), 1);
 }
 
 // Pageable memory is Host on a GPU machine too: CUDA knows nothing of it.
