@@ -663,6 +663,12 @@ void expectNeverOnOneNode(const CostModel& model, bool (Tuning::*use)(uint64_t) 
   }
 }
 
+// A call of 2 float32 elements with no buffers: all that Planner::choose
+// reads to pick a form.
+CollCall choiceCall(Coll coll) {
+  return CollCall{coll, nullptr, nullptr, 2, STRATA_FLOAT32, STRATA_SUM, 0, nullptr, nullptr, nullptr, nullptr};
+}
+
 // What one rank's plans do: the peers they send to and receive from, and how
 // many of their steps write each element of the output (those whose
 // primitive is one of `writers`).
@@ -797,8 +803,7 @@ TEST(BruckAllgather, ChosenWhereTheModelSaysAndWhenForced) {
   ASSERT_TRUE(Tuning::create("", 16384, model, sixtyFour, false, &t).isOk());
   EXPECT_TRUE(t.useBruckAllgather(8192));
   EXPECT_FALSE(t.useBruckAllgather(16384));
-  CollCall call{Coll::Allgather, nullptr, nullptr, 2, STRATA_FLOAT32, STRATA_SUM, 0,
-                nullptr, nullptr, nullptr, nullptr};
+  CollCall call = choiceCall(Coll::Allgather);
   PlanChoice choice;
   ASSERT_TRUE(Planner::choose(call, shape, t, &choice).isOk());
   EXPECT_STREQ(choice.algo, "bruck");
@@ -1038,8 +1043,7 @@ TEST(BruckReduceScatter, ChosenWhereTheModelSaysAndWhenForced) {
     EXPECT_FALSE(t.useDirectReduceScatter(32768)) << n << " ranks on one node";
   }
   ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
-  CollCall call{Coll::ReduceScatter, nullptr, nullptr, 2, STRATA_FLOAT32, STRATA_SUM, 0,
-                nullptr, nullptr, nullptr, nullptr};
+  CollCall call = choiceCall(Coll::ReduceScatter);
   PlanChoice choice;
   ASSERT_TRUE(Planner::choose(call, shape, t, &choice).isOk());
   EXPECT_STREQ(choice.algo, "bruck");
@@ -1190,8 +1194,7 @@ TEST(TreeBroadcast, ChosenWhereTheModelSaysAndWhenForced) {
   ASSERT_TRUE(Tuning::create("", 16384, model, fourOnTwo, false, &t).isOk());
   EXPECT_TRUE(t.useTreeBroadcast(8));
   ASSERT_TRUE(Tuning::create("", 16384, model, shape, false, &t).isOk());
-  CollCall call{Coll::Broadcast, nullptr, nullptr, 2, STRATA_FLOAT32, STRATA_SUM, 0,
-                nullptr, nullptr, nullptr, nullptr};
+  CollCall call = choiceCall(Coll::Broadcast);
   PlanChoice choice;
   ASSERT_TRUE(Planner::choose(call, shape, t, &choice).isOk());
   EXPECT_STREQ(choice.algo, "tree");
