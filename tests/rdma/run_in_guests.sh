@@ -36,7 +36,20 @@ export STRATA_TRANSPORT=ib RDMA_TEST_PORT=29700 WORLD_SIZE=$guests MASTER_ADDR=r
 # shared directory and waits for the others' marks; the guests run the same
 # tests in step, so two minutes is plenty unless a guest died (its kernel
 # panicked), and then waiting longer would only delay the failure.
-command='RANK=$RDMA_VM_NODE "$0" "$@"; rc=$?
+# Before that, each guest checks its link to the next: rdma-vm starts the
+# second QEMU once the first one's socket appears, waiting at most 5 s, and
+# QEMU 7.2's client never retries, so on a loaded host both guests can boot
+# without a link (CI: every ib conformance test failed on its own socket's
+# connect). A connect to a closed port answers "refused" where the link is
+# up; "no route" (ARP unanswered) five times means it is not, and the guest
+# exits 125, as for a failed boot, which the loop below tries again.
+command='peer=rdmavm$(( (RDMA_VM_NODE + 1) % RDMA_VM_NODES ))
+for try in 1 2 3 4 5; do
+  err=$(timeout 10 bash -c "exec 3<>/dev/tcp/$peer/9" 2>&1) && break
+  [[ $err == *refused* ]] && break
+  [ "$try" = 5 ] && { echo "rdma-vm guest $RDMA_VM_NODE: no link to $peer: $err"; exit 125; }
+done
+RANK=$RDMA_VM_NODE "$0" "$@"; rc=$?
 : > "$RDMA_DONE.$RDMA_VM_NODE"
 for _ in $(seq 240); do
   marks=("$RDMA_DONE".*)
@@ -49,8 +62,9 @@ for attempt in 1 2; do
   "$vm" --nodes "$guests" --timeout 1200 -- bash -c "$command" "$binary" "$@"
   rc=$?
   rm -f "$RDMA_DONE".*
-  # 125: a guest did not boot or report, which a loaded host can cause once.
+  # 125: a guest did not boot or report, or had no link, which a loaded host
+  # can cause once.
   [ "$rc" -ne 125 ] && exit "$rc"
-  echo "rdma-vm: a guest failed to boot (attempt $attempt)"
+  echo "rdma-vm: a guest failed to boot or had no link (attempt $attempt)"
 done
 exit "$rc"
