@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "params.h"
+#include "tcp_congestion.h"
 
 namespace strata {
 namespace {
@@ -42,6 +43,7 @@ Status CommConfig::fromParams(const CommOverrides& overrides, CommConfig* out) {
   STRATA_CHECK(parseLinkCost(params::costNet(), "STRATA_COST_NET", &c.cost.net));
   c.ntBytes = static_cast<size_t>(std::max<int64_t>(0, params::ntBytes()));
   c.transport = params::transport();
+  if (!params::tcpCongestion().empty()) STRATA_CHECK(net::checkCongestion(params::tcpCongestion()));
   if (params::connect() != "lazy" && params::connect() != "eager")
     return STRATA_INVALID_ARG("STRATA_CONNECT='%s' must be lazy (connect each pair at the first call that needs it) or "
                               "eager (every pair at init)", params::connect().c_str());

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "params.h"
 #include "socket_mesh.h"
+#include "tcp_congestion.h"
 #include "tcp_connector.h"
 #include "tls_session.h"
 #include "transport_factories.h"
@@ -23,9 +24,11 @@ namespace {
 
 constexpr uint64_t kHelloMagic = 0x4f4c4c4548504354ull;  // "TCPHELLO"
 
-// Non-blocking, no Nagle delay, buffers sized for a full FIFO of slots, and a
-// kernel-level bound on unacknowledged data so a dead link errors out.
+// Non-blocking, no Nagle delay, buffers sized for a full FIFO of slots, the
+// congestion control asked for, and a kernel-level bound on unacknowledged
+// data so a dead link errors out.
 Status configure(int fd, double timeout) {
+  if (!params::tcpCongestion().empty()) STRATA_CHECK(net::setCongestion(fd, params::tcpCongestion()));
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   int64_t buffer = params::socketBufferBytes();
@@ -128,6 +131,7 @@ Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
     }
   }
 
+  std::string congestion;  // the first connection's, for the log
   for (int peer : req.peers) {
     for (int ch = 0; ch < req.nchannels; ++ch) {
       std::vector<std::shared_ptr<sockets::SocketLink>> links;
@@ -138,6 +142,7 @@ Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
           closeAll();
           return s;
         }
+        if (congestion.empty()) congestion = net::congestionOf(fd);
         links.push_back(std::make_shared<sockets::SocketLink>(fd, peer, hosts[peer].hostname));
         fd = -1;  // owned by the link from here on
         if (!tls.empty()) links.back()->setTls(std::move(tls[peer][ch * nsocks + sock]));
@@ -145,8 +150,9 @@ Status TcpTransport::connect(const ConnectRequest& req, Connections& out) {
       out.send[ch][peer] = std::make_unique<TcpSendConnector>(links, req.slotBytes, req.nslots);
       out.recv[ch][peer] = std::make_unique<TcpRecvConnector>(links, req.slotBytes, req.nslots);
     }
-    STRATA_INFO(NET, "rank %d <-> rank %d over tcp%s: %d channel(s) x %d socket(s)", me, peer,
-                tls.empty() ? "" : " with TLS", req.nchannels, nsocks);
+    STRATA_INFO(NET, "rank %d <-> rank %d over tcp%s: %d channel(s) x %d socket(s), congestion control %s", me,
+                peer, tls.empty() ? "" : " with TLS", req.nchannels, nsocks,
+                congestion.c_str());
   }
   return Status::ok();
 }
