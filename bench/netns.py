@@ -41,6 +41,13 @@ class Hosts:
             sh("ip netns exec %s tc qdisc replace dev %s root tbf rate %s burst 4mb latency 50ms"
                % (self.ns[h], self.dev[h], shlex.quote(rate)))
 
+    def congestion(self, name=None):
+        """Sets the namespaces' default congestion control to `name`, if
+        given; returns the first namespace's."""
+        for ns in self.ns if name else []:
+            sh("ip netns exec %s sysctl -qw net.ipv4.tcp_congestion_control=%s" % (ns, shlex.quote(name)))
+        return sh("ip netns exec %s sysctl -n net.ipv4.tcp_congestion_control" % self.ns[0]).stdout.strip()
+
     def close(self):
         for ns in self.ns + [self.sw]:
             sh("ip netns del " + ns, check=False)
