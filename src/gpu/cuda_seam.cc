@@ -42,6 +42,8 @@ struct DriverCalls {
   PFN_cuGetErrorName_v6000 errorName = nullptr;
   PFN_cuGetErrorString_v6000 errorString = nullptr;
   PFN_cuPointerGetAttributes_v7000 pointerAttributes = nullptr;
+  PFN_cuCtxGetCurrent_v4000 ctxGetCurrent = nullptr;
+  PFN_cuCtxSetCurrent_v4000 ctxSetCurrent = nullptr;
 };
 
 template <typename Fn>
@@ -109,6 +111,8 @@ Probe probeRuntime() {
   p.driver.errorName = driverCall<PFN_cuGetErrorName_v6000>("cuGetErrorName");
   p.driver.errorString = driverCall<PFN_cuGetErrorString_v6000>("cuGetErrorString");
   p.driver.pointerAttributes = driverCall<PFN_cuPointerGetAttributes_v7000>("cuPointerGetAttributes");
+  p.driver.ctxGetCurrent = driverCall<PFN_cuCtxGetCurrent_v4000>("cuCtxGetCurrent");
+  p.driver.ctxSetCurrent = driverCall<PFN_cuCtxSetCurrent_v4000>("cuCtxSetCurrent");
   // A CUDA context does not survive fork(): a child of this process must
   // not believe it has a GPU (its every call would fail, or worse).
   pthread_atfork(nullptr, nullptr, [] { gForked.store(true, std::memory_order_relaxed); });
@@ -320,18 +324,31 @@ int currentDevice() {
 
 DeviceScope::DeviceScope(int device) {
   if (device < 0) return;
+  const DriverCalls& drv = probe().driver;
+  // Whether the thread had a context: on a thread that never used CUDA,
+  // cudaGetDevice answers 0 without one, and setting device 0 back would
+  // create GPU 0's primary context (CUDA 12 creates it at cudaSetDevice) in
+  // every process whose GPU is another.
+  CUcontext before = nullptr;
+  if (!drv.ctxGetCurrent || drv.ctxGetCurrent(&before) != CUDA_SUCCESS) before = nullptr;
   int current = -1;
   if (cudaGetDevice(&current) != cudaSuccess) {
     cudaGetLastError();
     return;
   }
-  if (current == device) return;
-  if (cudaSetDevice(device) == cudaSuccess) previous_ = current;
-  else cudaGetLastError();
+  if (before && current == device) return;
+  if (cudaSetDevice(device) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  // Only a context the thread had is put back; a thread that had none (a
+  // progress thread, a user's thread new to CUDA) keeps this one, which
+  // costs nothing on its next scope.
+  if (before && drv.ctxSetCurrent) previous_ = before;
 }
 
 DeviceScope::~DeviceScope() {
-  if (previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) cudaGetLastError();
+  if (previous_) probe().driver.ctxSetCurrent(static_cast<CUcontext>(previous_));
 }
 
 Status allocDevice(size_t bytes, void** out) {

@@ -86,9 +86,11 @@ void freePinned(void* ptr);
 int currentDevice();
 
 // Makes `device` the calling thread's current CUDA device for the scope's
-// life, then restores the one before: kernels launch only on streams of the
-// current device, and a channel may be driven by a user's thread (in
-// strata_wait) whose current device is the user's business. No-op for -1.
+// life, then puts back the context the thread had: kernels launch only on
+// streams of the current device, and a channel may be driven by a user's
+// thread (in strata_wait) whose current device is the user's business. A
+// thread that had no context keeps `device`'s: restoring "device 0", what
+// CUDA reports there, would create GPU 0's context. No-op for -1.
 class DeviceScope {
  public:
   explicit DeviceScope(int device);
@@ -97,7 +99,7 @@ class DeviceScope {
   DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
-  int previous_ = -1;
+  void* previous_ = nullptr;  // the CUcontext to put back, if any
 };
 
 // Device memory for ncclMemAlloc / strata_mem_alloc, on the current device.
