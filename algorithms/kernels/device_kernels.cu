@@ -4,6 +4,8 @@
 // runs with --fmad=false: no product is ever contracted into a sum.
 #include <cuda_runtime.h>
 
+#include <tuple>
+
 #include "device_kernels.h"
 #include "element_ops.h"
 #include "packed_items.h"
@@ -71,12 +73,21 @@ __global__ void multiplyKernel(S* dst, const S* src, size_t count, size_t packs,
 #undef STRATA_GRID_LOOP
 
 // Launches kernel<<<blocks, threads, 0, stream>>>(args...) for `items` work
-// items and returns the launch's error.
+// items and returns the launch's own error (cudaGetLastError could report
+// an earlier call's).
 template <typename... KernelArgs, typename... Args>
 int launch(void (*kernel)(KernelArgs...), size_t items, void* stream, Args... args) {
   if (items == 0) return cudaSuccess;
-  kernel<<<blocksFor(items), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(args...);
-  return static_cast<int>(cudaGetLastError());
+  std::tuple<KernelArgs...> typed(args...);
+  void* argv[sizeof...(KernelArgs)];
+  std::apply([&argv](auto&... arg) {
+    size_t i = 0;
+    ((argv[i++] = &arg), ...);
+  }, typed);
+  const cudaError_t err = cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(blocksFor(items)),
+                                           dim3(kThreads), argv, 0, static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) cudaGetLastError();  // reported here; not left for the thread's next call
+  return static_cast<int>(err);
 }
 
 // fn(Tag{}) with the datatype's element type.
