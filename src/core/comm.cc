@@ -448,9 +448,17 @@ Status Comm::connectDevice() {
   Status s = transport->connect(req, made);
   // Before any call can hold a stream waiting for the host: a kernel
   // loaded at its first launch may wait for every stream (device_kernels.h).
+  // Every rank learns every rank's outcome (the transport's own is agreed
+  // already): one rank staging while the others go GPU to GPU would never
+  // meet them.
   if (s.isOk()) {
-    if (const int error = kernels::device::preload())
-      s = makeErrorQuiet(STRATA_ERR_CUDA, "loading the GPU reduction kernels failed: CUDA error %d", error);
+    const int32_t mine = kernels::device::preload();
+    std::vector<int32_t> loaded(nranks_);
+    STRATA_CHECK(bootstrap_->allgather(&mine, loaded.data(), sizeof(mine)));
+    for (int r = 0; r < nranks_ && s.isOk(); ++r)
+      if (loaded[r] != 0)
+        s = makeErrorQuiet(STRATA_ERR_CUDA, "rank %d could not load the GPU reduction kernels: CUDA error %d", r,
+                           loaded[r]);
   }
   if (!s.isOk()) {
     if (config_.gpuDirect == 2) return s;
@@ -473,9 +481,11 @@ Status Comm::connectDevice() {
     c.deviceLane = gpu::cudaLane(c.deviceStream);
     c.device = device_;
   }
-  std::lock_guard<std::mutex> lock(deviceMutex_);  // fail() aborts the connectors from any thread
-  deviceConnections_ = std::move(made);
-  deviceTransport_ = std::move(transport);
+  {
+    std::lock_guard<std::mutex> lock(deviceMutex_);  // fail() aborts the connectors from any thread
+    deviceConnections_ = std::move(made);
+    deviceTransport_ = std::move(transport);
+  }
   STRATA_INFO(INIT, "stream-ordered calls on GPU memory move GPU to GPU (cuda transport, CUDA device %d, %zu-byte "
               "slots)", device_, config_.gpuSlotBytes);
   return Status::ok();
