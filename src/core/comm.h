@@ -26,6 +26,7 @@
 #include "planner.h"
 #include "progress_threads.h"
 #include "staging.h"
+#include "stuck_watch.h"
 #include "timeline.h"
 #include "transport.h"
 #include "tuner_file.h"
@@ -291,6 +292,9 @@ class Comm final : public FailureSink {
   PlanShape deviceShape_{};
   Tuning deviceTuning_;
   int device_ = -1;  // the CUDA device its streams run on
+  // Fails the communicator when a thread stays inside a CUDA call past the
+  // timeout (stuck_watch.h); made with the cuda transport's connectors.
+  std::unique_ptr<StuckWatch> deviceWatch_;
   std::vector<Channel> channels_;
   std::unique_ptr<timeline::Timeline> timeline_;  // before threads_, which write to it
   std::unique_ptr<ProgressThreads> threads_;

@@ -50,6 +50,11 @@ void Channel::adoptAdded() {
 }
 
 Advance Channel::advanceOnDevice(ChannelOp& op, Status* error) {
+  struct InCall {
+    std::atomic<double>& since;
+    explicit InCall(std::atomic<double>& s) : since(s) { since.store(nowSeconds(), std::memory_order_release); }
+    ~InCall() { since.store(0, std::memory_order_release); }
+  } inCall(deviceCallSince);
   gpu::DeviceScope onDevice(device);
   if (!op.deviceStarted) {
     op.deviceStarted = true;

@@ -85,6 +85,9 @@ class Channel {
   void* deviceStream = nullptr;
   std::unique_ptr<gpu::StreamLane> deviceLane;
   int device = -1;  // the CUDA device deviceStream belongs to
+  // nowSeconds() when the thread driving this channel entered its
+  // GPU-to-GPU step (CUDA calls), 0 outside it: what StuckWatch reads.
+  std::atomic<double> deviceCallSince{0};
 
   // A free queue entry to fill, or nullptr when kDepth operations are queued.
   ChannelOp* reserve();

@@ -191,11 +191,13 @@ Status Stager::reserve(const std::vector<PartSpec>& parts, const PreMul& premul,
   }
   op->request.onDone(&StagedOp::released, op.get());
   *out = op.get();
+  std::lock_guard<std::mutex> lock(opsMutex_);
   ops_.push_back(std::move(op));
   return Status::ok();
 }
 
 void Stager::forget(StagedOp* op) {
+  std::lock_guard<std::mutex> lock(opsMutex_);
   for (auto it = ops_.begin(); it != ops_.end(); ++it)
     if (it->get() == op) {
       ops_.erase(it);
@@ -254,21 +256,29 @@ Status Stager::enqueue(gpu::StreamLane& lane, StagedOp* op) {
 }
 
 void Stager::reap() {
-  for (auto it = ops_.begin(); it != ops_.end();) {
-    if ((*it)->finished()) {
-      giveBack((*it)->block_, (*it)->blockBytes_);
-      it = ops_.erase(it);
-    } else {
-      ++it;
+  std::vector<std::unique_ptr<StagedOp>> done;
+  {
+    std::lock_guard<std::mutex> lock(opsMutex_);
+    for (auto it = ops_.begin(); it != ops_.end();) {
+      if ((*it)->finished()) {
+        done.push_back(std::move(*it));
+        it = ops_.erase(it);
+      } else {
+        ++it;
+      }
     }
   }
+  // Outside the lock: freeing pinned memory may wait for the GPU.
+  for (const auto& op : done) giveBack(op->block_, op->blockBytes_);
 }
 
 void Stager::releaseAll() {
+  std::lock_guard<std::mutex> lock(opsMutex_);
   for (auto& op : ops_) op->releaseAll();
 }
 
 size_t Stager::running() const {
+  std::lock_guard<std::mutex> lock(opsMutex_);
   size_t n = 0;
   for (const auto& op : ops_) n += op->release_->load(std::memory_order_acquire) == 0;
   return n;
@@ -277,7 +287,7 @@ size_t Stager::running() const {
 bool Stager::drain(double deadline) {
   for (;;) {
     reap();
-    if (ops_.empty()) return true;
+    if (inFlight() == 0) return true;
     if (nowSeconds() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }

@@ -182,7 +182,8 @@ class Stager {
   void reap();
   // Lets every stream still waiting for an operation go on (its output is
   // then undefined): before a communicator's device streams are torn down,
-  // none may wait on a flag nobody will raise.
+  // none may wait on a flag nobody will raise; and from any thread when the
+  // thread driving them is stuck in a CUDA call (only stores to flags).
   void releaseAll();
   // Operations whose host collective has not ended.
   size_t running() const;
@@ -190,7 +191,10 @@ class Stager {
   // until `deadline` (nowSeconds()); false if some were not.
   bool drain(double deadline);
 
-  size_t inFlight() const { return ops_.size(); }
+  size_t inFlight() const {
+    std::lock_guard<std::mutex> lock(opsMutex_);
+    return ops_.size();
+  }
   // Told of every operation's end (its request done, well or not), on the
   // thread that ends it, before its stream is released: nobody waits on a
   // stream-ordered request, so this is where its communicator learns of it.
@@ -207,6 +211,10 @@ class Stager {
   Ended ended_;
   size_t chunkBytes_;
   size_t cacheBytes_;
+  // releaseAll() may come from another thread (StuckWatch, while the
+  // issuing thread is stuck in CUDA): the list is changed under the lock,
+  // and no CUDA call is made while it is held.
+  mutable std::mutex opsMutex_;
   std::vector<std::unique_ptr<StagedOp>> ops_;
   struct Block {
     void* ptr;
