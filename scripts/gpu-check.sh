@@ -28,7 +28,8 @@
 # every check ran and passed; a check that could not run counts as failed.
 #
 # Environment: GPU_CHECK_BUILD (build directory, default build-gpu),
-# GPU_CHECK_LOGS (one log per check, default <build>-logs),
+# GPU_CHECK_LOGS (one log per check, default $OUT/gpu-check-logs where the
+# device tool set OUT, else <build>-logs),
 # GPU_CHECK_MAX_BYTES (nccl-tests' largest size, default 64M),
 # GPU_CHECK_SANITIZE (the gpu-suite test to run under compute-sanitizer),
 # GPU_CHECK_DEADLINE (seconds for the whole run, default 7200: every check's
@@ -38,20 +39,15 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
-carried=$root/third_party/gpu-build
-if [ -z "${GPU_CHECK_BUILD:-}" ] && [ -f "$carried.tar.xz" ] && [ ! -f "$carried/origin" ]; then
-  tar xJf "$carried.tar.xz" -C "$root/third_party" || exit 1
+carried=""
+if [ -z "${GPU_CHECK_BUILD:-}" ]; then
+  . scripts/gpu/carried.sh
+  use_carried "$root" || exit 1
 fi
-if [ -z "${GPU_CHECK_BUILD:-}" ] && [ -f "$carried/origin" ]; then
-  build=$carried
-  # What strata's programs load beyond the C and C++ runtimes.
-  export LD_LIBRARY_PATH=$carried/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export HWLOC_PLUGINS_PATH=$carried/lib/hwloc
-else
-  carried=""
-  build=${GPU_CHECK_BUILD:-$root/build-gpu}
-fi
-logs=${GPU_CHECK_LOGS:-$build-logs}
+build=${carried:-${GPU_CHECK_BUILD:-$root/build-gpu}}
+# Under the device tool, $OUT is what comes back.
+logs=${GPU_CHECK_LOGS:-${OUT:+$OUT/gpu-check-logs}}
+logs=${logs:-$build-logs}
 maxBytes=${GPU_CHECK_MAX_BYTES:-64M}
 deadline=$(( $(date +%s) + ${GPU_CHECK_DEADLINE:-7200} ))
 # A wait that stalls this long fails with a message naming what it waited
@@ -168,7 +164,9 @@ fi
 # As root (the lent machine), every process that crashes, or that a carried
 # test's timeout aborts, leaves a core here; the table's last check prints
 # each one's threads' stacks (cuda-gdb, else gdb).
-cores=$logs/cores
+# Beside the logs, not among them: cores of GPU processes are large, and
+# $OUT brings back only what is small.
+cores=$build-cores
 if [ "$(id -u)" -eq 0 ] && mkdir -p "$cores" && echo "$cores/core.%p" >/proc/sys/kernel/core_pattern 2>/dev/null; then
   ulimit -c unlimited
 else
@@ -455,15 +453,22 @@ elif [ $built -eq 0 ]; then
   record "$name" "NOT RUN" "strata did not build"
 else
   # GPU_CHECK_SANITIZE names a test of the gpu suite; by default nccl_stream
-  # (ranks exchanging device buffers on streams through the NCCL library),
-  # else the suite's first test, else nccl-tests' all_reduce with one rank.
+  # (ranks exchanging device buffers on streams through the NCCL library)
+  # where it passed above (a hang would cost its whole timeout again), else
+  # device_kernels, else the suite's first test, else nccl-tests' all_reduce
+  # with one rank.
   if [ -n "$carried" ]; then
     gpuTests=$(python3 scripts/gpu/run_carried_tests.py "$carried" --list --suite gpu)
   else
     gpuTests=$("${meson[@]}" test -C "$build" --no-rebuild --list --suite gpu 2>/dev/null | sed -n 's/.* \/ //p')
   fi
   target=${GPU_CHECK_SANITIZE:-}
-  [ -z "$target" ] && grep -qx nccl_stream <<<"$gpuTests" && target=nccl_stream
+  suiteLogs=$(ls "$logs"/meson_test_--suite_*.log 2>/dev/null)
+  if [ -z "$target" ] && grep -qx nccl_stream <<<"$gpuTests" && [ -n "$suiteLogs" ] &&
+     grep -qE ' / nccl_stream +OK ' $suiteLogs; then
+    target=nccl_stream
+  fi
+  [ -z "$target" ] && grep -qx device_kernels <<<"$gpuTests" && target=device_kernels
   [ -z "$target" ] && target=$(head -n 1 <<<"$gpuTests")
   memcheck=("$sanitizer" --tool memcheck --error-exitcode 99 --target-processes all)
   if [ -n "$target" ]; then

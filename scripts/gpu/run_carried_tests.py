@@ -10,24 +10,69 @@ timeout, one at a time. Prints meson's result lines and counts, so that
 gpu-check.sh reads both the same way; exits 1 if any test failed.
 
     run_carried_tests.py CARRIED_BUILD [--only NAME] [--wrapper 'CMD ARGS'] [--cap SECONDS]
+                         [--env KEY=VALUE]...
     run_carried_tests.py CARRIED_BUILD --list [--suite SUITE]   (the tests' names, a line each)
 
 --cap shortens every test's timeout to at most SECONDS (meson's are sized
-for CI's two cores), so that one hung test leaves time for the others. A
-test past its timeout gets SIGABRT (its forked ranks too: it runs in a
-process group of its own), so that where core dumps are on, each process
-leaves one that shows where it waited; SIGKILL follows 10 s later.
+for CI's two cores), so that one hung test leaves time for the others.
+--env sets a variable for every test over the test's own (a variant of a
+test: CUDA_MODULE_LOADING=EAGER). A test past its timeout first has every
+thread's stack of each of its processes printed by gdb (it runs in a process
+group of its own, its forked ranks with it), live, which is what a hang
+needs and costs no core files; then SIGABRT, so that where core dumps are
+on each process leaves one; SIGKILL 10 s later. Killed itself (SIGTERM,
+SIGINT: a deadline around this script), it kills the running test's
+processes first, so no hung rank outlives it holding the GPU.
 """
 import argparse
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
 import time
 
 SKIP = 77  # meson's exit status for a skipped test
+
+
+def group_pids(pgid):
+    """The processes of process group `pgid`."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid:  # after the name: state, ppid, pgrp
+                pids.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    return sorted(pids)
+
+
+def stacks(pgid, seconds=30):
+    """Every thread's stack of each process in group `pgid`, from gdb attached live."""
+    gdb = shutil.which("gdb") or shutil.which("cuda-gdb")
+    if not gdb:
+        return "# no gdb here: no stacks\n"
+    text = ""
+    for pid in group_pids(pgid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        text += "==== stacks of pid %d: %s\n" % (pid, cmdline[:200])
+        try:
+            r = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt"],
+                               capture_output=True, text=True, timeout=seconds)
+            text += "\n".join(line for line in r.stdout.splitlines() if not line.startswith("[New LWP")) + "\n"
+        except subprocess.TimeoutExpired:
+            text += "# gdb did not finish within %d s\n" % seconds
+    return text
 
 
 def main():
@@ -38,7 +83,29 @@ def main():
     parser.add_argument("--cap", type=float, default=0, help="longest timeout of any test (0: meson's own)")
     parser.add_argument("--list", action="store_true", help="print the tests' names instead of running them")
     parser.add_argument("--suite", help="only the tests of this suite")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="a variable for every test, over the test's own")
     args = parser.parse_args()
+    extra_env = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            sys.exit("--env wants KEY=VALUE, not %r" % item)
+        extra_env[key] = value
+
+    running = []  # the test's process, while one runs
+
+    def killed(signum, _frame):
+        for proc in running:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        print("run_carried_tests: ended by signal %d; the running test's processes were killed" % signum, flush=True)
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, killed)
+    signal.signal(signal.SIGINT, killed)
     build = os.path.abspath(args.build)
     root = os.path.dirname(os.path.dirname(build))  # <checkout>/third_party/gpu-build
     with open(os.path.join(build, "origin")) as f:
@@ -81,20 +148,25 @@ def main():
         cmd = shlex.split(args.wrapper) + [moved(w) for w in t["cmd"]]
         env = dict(os.environ)
         env.update({k: moved_env(k, v) for k, v in (t.get("env") or {}).items()})
+        env.update(extra_env)
         cwd = moved(t["workdir"]) if t.get("workdir") else build
         limit = t.get("timeout") or 30
         if args.cap > 0:
             limit = min(limit, args.cap)
         start = time.monotonic()
-        print("==== %s: %s" % (t["name"], " ".join(cmd)), flush=True)
+        print("==== %s: %s%s" % (t["name"], "".join("%s=%s " % kv for kv in extra_env.items()), " ".join(cmd)),
+              flush=True)
         proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 start_new_session=True)
+        running[:] = [proc]
+        hung = ""
         try:
             output, _ = proc.communicate(timeout=limit)
             status = proc.returncode
         except subprocess.TimeoutExpired:
             status = None
             output = b""
+            hung = stacks(proc.pid)
             for sig, grace in ((signal.SIGABRT, 10), (signal.SIGKILL, None)):
                 try:
                     os.killpg(proc.pid, sig)
@@ -105,6 +177,7 @@ def main():
                     break
                 except subprocess.TimeoutExpired:
                     continue
+        running.clear()
         seconds = time.monotonic() - start
         if status is None:
             result = "TIMEOUT"
@@ -119,6 +192,7 @@ def main():
             result = "FAIL"
             counts["Fail"] += 1
         sys.stdout.write(output.decode(errors="replace"))
+        sys.stdout.write(hung)
         print("%d/%d %s / %s %s %.2fs%s" % (i, len(tests), "+".join(t["suite"]), t["name"], result,
                                             seconds, "" if status in (None, 0, SKIP) else " exit status %d" % status),
               flush=True)
