@@ -508,6 +508,93 @@ TEST_P(Conformance, SendFromCallerOrRefused) {
   });
 }
 
+// landsInCaller(): a message posted with a destination and its own tag and
+// size lands there (peek() returns the destination, the bytes intact), one
+// posted with another tag or size, with none, or after it began to arrive
+// lands in its slot; no more postings than slots are taken, and consuming
+// makes room for more. Transports that do not offer it refuse post().
+TEST_P(Conformance, LandsInCallerOrRefused) {
+  run([](PairEnd& end, Reporter& rep) {
+    const size_t full = end.slotBytes();
+    auto size = [full](uint64_t m) { return m % 2 ? full : 1000 + m; };
+    const uint64_t n = static_cast<uint64_t>(end.nslots());
+    const uint64_t total = n + 3;
+    if (end.rank() == 0) {
+      // Messages 0..n-1 once the receiver has posted, the rest once it has
+      // posted again.
+      if (!end.meet(rep, "the first postings")) return;
+      for (uint64_t m = 0; m < total; ++m) {
+        if (m == n && !end.meet(rep, "the second postings")) return;
+        if (!end.sendMessage(0, m, size(m), rep)) return;
+      }
+      if (end.waitFlushed(rep)) end.meet(rep, "the end");
+      return;
+    }
+    RecvConnector& recv = end.recv(0);
+    if (!recv.landsInCaller()) {
+      char decoy[8];
+      if (recv.post(decoy, sizeof(decoy), tagOf(end.incoming(0), 0)))
+        rep.fail("post() took a posting although landsInCaller() is false");
+      if (!end.meet(rep, "the first postings")) return;
+      for (uint64_t m = 0; m < total; ++m) {
+        if (m == n && !end.meet(rep, "the second postings")) return;
+        if (!end.receiveMessage(0, m, size(m), rep)) return;
+      }
+      end.meet(rep, "the end");
+      return;
+    }
+    std::vector<std::vector<char>> buffers(total);
+    std::vector<char*> dst(total);
+    for (uint64_t m = 0; m < total; ++m) {
+      buffers[m].assign(size(m) + 8, '\x11');
+      dst[m] = buffers[m].data() + m % 5;  // not aligned
+    }
+    // Which of 0..n-1 may land: 0 and from 4 on; 1 is posted with the next
+    // message's tag, 2 one byte short, 3 without a destination.
+    auto lands = [](uint64_t m) { return m == 0 || m >= 4; };
+    for (uint64_t m = 0; m < n; ++m) {
+      SlotTag tag = tagOf(end.incoming(0), m == 1 ? m + 1 : m);
+      if (!recv.post(m == 3 ? nullptr : dst[m], size(m) - (m == 2), tag))
+        rep.fail("post() refused posting %llu of %llu, one per slot", (unsigned long long)m, (unsigned long long)n);
+    }
+    if (recv.post(dst[n], size(n), tagOf(end.incoming(0), n)))
+      rep.fail("post() took %llu postings with %llu slots", (unsigned long long)n + 1, (unsigned long long)n);
+    if (!end.meet(rep, "the first postings")) return;
+    // Receives message m, checks where it landed and what it holds.
+    auto receive = [&](uint64_t m, bool landed) {
+      size_t got = 0;
+      SlotTag tag{};
+      const void* at = nullptr;
+      if (!end.waitUntil(rep, "a posted message", [&] { return (at = end.peek(0, &got, &tag)) != nullptr; }))
+        return false;
+      if (landed != (at == dst[m]))
+        rep.fail("message %llu landed %s", (unsigned long long)m,
+                 landed ? "in a slot, not at its posting's destination" : "at a destination its posting did not allow");
+      const std::string bad = checkMessage(at, got, tag, end.incoming(0), m, size(m));
+      if (!bad.empty()) rep.fail("message %llu: %s", (unsigned long long)m, bad.c_str());
+      if (at != dst[m] && buffers[m][m % 5] != '\x11')
+        rep.fail("message %llu landed in its slot but its destination was written", (unsigned long long)m);
+      end.release(0);
+      return !rep.failed();
+    };
+    for (uint64_t m = 0; m < n; ++m)
+      if (!receive(m, lands(m))) return;
+    // The window moved: n and n+1 posted in time, n+2 only once it is in.
+    for (uint64_t m : {n, n + 1})
+      if (!recv.post(dst[m], size(m), tagOf(end.incoming(0), m)))
+        rep.fail("post() refused posting %llu with every slot free", (unsigned long long)m);
+    if (!end.meet(rep, "the second postings") || !receive(n, true) || !receive(n + 1, true)) return;
+    size_t got = 0;
+    SlotTag tag{};
+    if (!end.waitUntil(rep, "the last message", [&] { return end.peek(0, &got, &tag) != nullptr; })) return;
+    if (!recv.post(dst[n + 2], size(n + 2), tagOf(end.incoming(0), n + 2)))
+      rep.fail("post() refused a posting with room for it");
+    if (!receive(n + 2, false)) return;
+    end.expectNothingBlocked(rep);
+    end.meet(rep, "the end");
+  });
+}
+
 // progress() and flushed(): connectors that need no progress move nothing in
 // it and have no descriptors to sleep on; every connector starts flushed;
 // a send connector becomes flushed once its messages are out, and a memory

@@ -110,6 +110,17 @@ class RecvConnector : public Connector {
 
   // Hands the slot returned by the last peek() back to the sender.
   virtual void release() = 0;
+
+  // Receives that can land straight in the caller's memory, saving the copy
+  // out of the slot (tcp reads the payload into it). The executor names, in
+  // the order it will consume them, where its next messages from this
+  // connector go: `dst` for a message of `bytes` bytes tagged `tag`, or null
+  // for the slot. A message whose header matches its posting lands at dst,
+  // and peek() then returns dst; any other, and one that began to arrive
+  // before its posting, lands in its slot. False: the connector holds a
+  // posting for each of its slots already, or takes none (the default).
+  virtual bool landsInCaller() const { return false; }
+  virtual bool post(void* /*dst*/, size_t /*bytes*/, const SlotTag& /*tag*/) { return false; }
 };
 
 }  // namespace strata

@@ -110,7 +110,27 @@ bool TcpSendConnector::progress() {
 
 TcpRecvConnector::TcpRecvConnector(std::vector<std::shared_ptr<sockets::SocketLink>> links, size_t slotBytes,
                                    int nslots)
-    : stripes_(std::move(links)), ring_(slotBytes, nslots), staging_(stripes_.size()) {}
+    : stripes_(std::move(links)),
+      ring_(slotBytes, nslots),
+      staging_(stripes_.size()),
+      postings_(static_cast<size_t>(nslots)),
+      lands_(static_cast<size_t>(nslots), nullptr) {}
+
+bool TcpRecvConnector::post(void* dst, size_t bytes, const SlotTag& tag) {
+  if (posted_ < released_) posted_ = released_;  // consumed without postings
+  if (posted_ - released_ >= ring_.nslots()) return false;
+  postings_[posted_ % ring_.nslots()] = Posting{static_cast<char*>(dst), bytes, tag};
+  ++posted_;
+  return true;
+}
+
+char* TcpRecvConnector::landing(uint64_t m, const WireHeader& h) {
+  if (m < posted_) {
+    const Posting& p = postings_[m % ring_.nslots()];
+    if (p.dst && p.bytes == h.bytes && p.tag.seq == h.seq && p.tag.desc == h.desc) return p.dst;
+  }
+  return ring_.slot(m);
+}
 
 bool TcpRecvConnector::progress() {
   bool moved = false;
@@ -123,7 +143,8 @@ bool TcpRecvConnector::progress() {
     while (message - released_ < ring_.nslots() && link.ok()) {
       WireHeader& h = ring_.header(message);
       const bool inHeader = offset < sizeof(WireHeader);
-      char* dst = inHeader ? reinterpret_cast<char*>(&h) + offset : ring_.slot(message) + (offset - sizeof(WireHeader));
+      char* dst = inHeader ? reinterpret_cast<char*>(&h) + offset
+                           : lands_[message % ring_.nslots()] + (offset - sizeof(WireHeader));
       const size_t want = inHeader ? sizeof(WireHeader) - offset : h.bytes - (offset - sizeof(WireHeader));
       size_t got;
       if (st.begin < st.end) {
@@ -152,6 +173,7 @@ bool TcpRecvConnector::progress() {
           link.fail(std::move(refused));
           break;
         }
+        lands_[message % ring_.nslots()] = landing(message, h);
       }
       if (offset == sizeof(WireHeader) + h.bytes) {
         message += stripes_.size();
@@ -170,7 +192,7 @@ const void* TcpRecvConnector::peek(size_t* bytes, SlotTag* tag) {
   const WireHeader& h = ring_.header(released_);
   *bytes = h.bytes;
   *tag = SlotTag{h.seq, h.desc};
-  return ring_.slot(released_);
+  return lands_[released_ % ring_.nslots()];
 }
 
 void TcpRecvConnector::release() { ++released_; }

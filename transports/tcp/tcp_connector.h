@@ -97,6 +97,10 @@ class TcpRecvConnector final : public RecvConnector {
   void abort() override { stripes_.abort(); }
   bool needsProgress() const override { return true; }
   bool progress() override;
+  // A message posted with a destination whose header matches is read
+  // straight into it; its slot stays untouched.
+  bool landsInCaller() const override { return true; }
+  bool post(void* dst, size_t bytes, const SlotTag& tag) override;
   // Safe under TLS too: progress() reads every socket whose next message has
   // a free slot until EAGAIN, which leaves no whole record in OpenSSL's
   // buffer (TlsSession::hasBuffered); a socket with no free slot waits for
@@ -114,10 +118,24 @@ class TcpRecvConnector final : public RecvConnector {
   };
   static constexpr size_t kStagingBytes = 16384;
 
+  struct Posting {
+    char* dst;
+    size_t bytes;
+    SlotTag tag;
+  };
+  // Where message m's payload lands, decided once its header is in: its
+  // posting's dst, or its slot.
+  char* landing(uint64_t m, const WireHeader& h);
+
   Stripes stripes_;
   SlotRing ring_;
   std::vector<Staging> staging_;
   uint64_t released_ = 0;
+  // Postings of messages [.., posted_), one per FIFO entry; and where each
+  // message in the FIFO lands.
+  std::vector<Posting> postings_;
+  uint64_t posted_ = 0;
+  std::vector<char*> lands_;
 };
 
 }  // namespace strata::tcp
