@@ -69,7 +69,9 @@ void buildHalvingDoubling(const PlanShape& shape, uint64_t count, int nchannels,
       const Range theirs = mine.begin == parent.begin ? Range{mine.end, parent.end}
                                                       : Range{parent.begin, mine.begin};
       const int peer = shape.rankAt(fold.posOfVirtual(fold.vpos ^ bit, n));
-      appendExchange(steps, {peer, mine, theirs, kInFromOutput, Prim::Recv, 0}, slotElems);
+      // `theirs` holds what this rank sent the partner in halving round k:
+      // the partner's final values of it come only after those bytes left.
+      appendExchange(steps, {peer, mine, theirs, kInFromOutput, Prim::Recv, kLandsEarly}, slotElems);
     }
     endFold(steps, shape, fold, all);
   });

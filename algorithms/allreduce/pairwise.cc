@@ -45,7 +45,8 @@ bool beginFold(std::vector<Step>& steps, const PlanShape& shape, const Fold& fol
   const int peer = shape.rankAt(fold.partner);
   if (fold.vpos < 0) {
     appendExchange(steps, {peer, all, none, 0, Prim::Recv, 0}, slotElems);
-    appendExchange(steps, {peer, none, all, 0, Prim::Recv, 0}, slotElems);
+    // The result of what was just sent: it cannot come before that has left.
+    appendExchange(steps, {peer, none, all, 0, Prim::Recv, kLandsEarly}, slotElems);
     return false;
   }
   appendExchange(steps, {peer, none, all, 0, Prim::RecvReduceCopy, kPartial}, slotElems);

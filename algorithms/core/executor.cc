@@ -98,8 +98,25 @@ std::vector<int> peersOf(const PlanSet& plans, int self, int nranks) {
   return peers;
 }
 
+void PlanExecutor::postAhead(const ChannelPlan& plan, size_t cursor, size_t* posted, const OpContext& ctx,
+                             const ChannelLinks& links) {
+  // Steps run before they were posted consumed their messages unposted;
+  // the connector counts those itself.
+  size_t& k = *posted;
+  if (k < cursor) k = cursor;
+  for (; k < plan.steps.size(); ++k) {
+    const Step& step = plan.steps[k];
+    if (step.prim == Prim::ReduceAll) return;  // one message from every peer: posted as it runs
+    RecvConnector* recv = step.recvPeer >= 0 ? links.recv[step.recvPeer] : nullptr;
+    if (!recv || !recv->landsInCaller()) continue;
+    const Message msg = ctx.message(step);
+    void* dst = step.flags & kLandsEarly ? msg.output + step.outOffset * ctx.elemSize : nullptr;
+    if (!recv->post(dst, step.count * ctx.elemSize, msg.tag)) return;
+  }
+}
+
 Advance PlanExecutor::advance(const ChannelPlan& plan, size_t* cursor, const OpContext& ctx,
-                              const ChannelLinks& links, Status* error) {
+                              const ChannelLinks& links, Status* error, size_t* posted) {
   // A step that is not ready is retried a few times right here: its data is
   // often one cache line away, and noticing it from this loop is much
   // quicker than a round trip through the caller's poll loop.
@@ -107,6 +124,7 @@ Advance PlanExecutor::advance(const ChannelPlan& plan, size_t* cursor, const OpC
   bool moved = false;
   int retries = 0;
   while (*cursor < plan.steps.size()) {
+    if (posted && links.landing) postAhead(plan, *cursor, posted, ctx, links);
     StepResult r = run(plan.steps[*cursor], ctx, links, error);
     if (r == StepResult::Failed) return Advance::Failed;
     if (r == StepResult::NotReady) {
@@ -182,7 +200,7 @@ PlanExecutor::StepResult PlanExecutor::run(const Step& step, const OpContext& ct
       if (out != in) ctx.copy(out, slotOut, bytes, ctx.ntOutput);
       break;
     case Prim::Recv:
-      ctx.copy(out, slotIn, bytes, ctx.ntOutput);
+      if (slotIn != out) ctx.copy(out, slotIn, bytes, ctx.ntOutput);  // else it landed there
       break;
     case Prim::RecvReduceSend:
       ctx.reduce(slotOut, slotIn, in, step.count);

@@ -21,6 +21,7 @@ struct ChannelLinks {
   std::vector<SendConnector*> send;
   std::vector<RecvConnector*> recv;
   std::vector<Connector*> pollers;
+  bool landing = false;  // some receive connector lands in the caller's memory
 
   // Moves bytes for every connector that needs it; true if any moved.
   bool progress() {
@@ -99,8 +100,10 @@ enum class Advance { Done, Progressed, Blocked, Failed };
 class PlanExecutor {
  public:
   // Executes ready steps from *cursor on. On Failed, *error says why.
+  // *posted (from 0 with the cursor; null: never) is how far the receives
+  // ahead have been posted to connectors that land in the caller's memory.
   Advance advance(const ChannelPlan& plan, size_t* cursor, const OpContext& ctx,
-                  const ChannelLinks& links, Status* error);
+                  const ChannelLinks& links, Status* error, size_t* posted = nullptr);
 
   // Health of the connectors the step at `cursor` is still waiting on (data
   // not arrived, no free slot), called when a channel has been blocked for a
@@ -136,6 +139,10 @@ class PlanExecutor {
     lastFrom_[peer] = tag;
   }
   std::string lastFromText(int peer, const SlotTag& want) const;
+  // Tells the landing connectors where the receives from *posted on go
+  // (RecvConnector::post), as far as they take them.
+  static void postAhead(const ChannelPlan& plan, size_t cursor, size_t* posted, const OpContext& ctx,
+                        const ChannelLinks& links);
   // The gate that keeps `step` from running (its input, or the stream, has
   // not come yet), or null.
   static InputGate* closedGate(const Step& step, const OpContext& ctx);

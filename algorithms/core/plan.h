@@ -49,6 +49,11 @@ enum StepFlags : uint8_t {
   kInFromScratch = 8,   // `in` is OpContext::scratch at inOffset (host memory only)
   kOutToScratch = 16,   // `out` is OpContext::scratch at outOffset (host memory only)
   kScratch = kInFromScratch | kOutToScratch,
+  // A Recv whose bytes may be written into the output as soon as they
+  // arrive, before the steps ahead of it run (RecvConnector::post): no
+  // earlier step writes that range, and whatever earlier step reads it
+  // sends what the peer needs before it can send these bytes.
+  kLandsEarly = 32,
 };
 
 struct ChannelPlan {

@@ -75,7 +75,10 @@ void buildBruckAllgather(const PlanShape& shape, uint64_t count, int nchannels, 
           if (dist == 1) steps.push_back({Prim::CopySend, 0, -1, to, p.offset - own, p.offset, p.len});
           else steps.push_back({Prim::Send, 0, -1, to, p.offset, 0, p.len, kInFromOutput});
         }
-        if (i < recvs.size()) steps.push_back({Prim::Recv, 0, from, -1, 0, recvs[i].offset, recvs[i].len});
+        // Each block is written once, by its receive, and read only after:
+        // it may land as it arrives.
+        if (i < recvs.size())
+          steps.push_back({Prim::Recv, 0, from, -1, 0, recvs[i].offset, recvs[i].len, kLandsEarly});
       }
     }
   });

@@ -75,7 +75,8 @@ void buildExchange(const PlanShape& shape, const ExchangeSpec& spec, int nchanne
           steps.push_back({Prim::CopySend, t.msg, -1, s.peer, t.inOffset + off, riding->outOffset + off, len});
         else if (s.send)
           steps.push_back({Prim::Send, t.msg, -1, s.peer, t.inOffset + off, 0, len});
-        else steps.push_back({Prim::Recv, t.msg, s.peer, -1, 0, t.outOffset + off, len});
+        else steps.push_back({Prim::Recv, t.msg, s.peer, -1, 0, t.outOffset + off, len,
+                              static_cast<uint8_t>(spec.landsEarly ? kLandsEarly : 0)});
         return true;
       }
       return false;
@@ -100,6 +101,7 @@ void allgatherSpec(const PlanShape& shape, uint64_t count, ExchangeSpec* spec) {
     spec->sends.push_back({p, 0, 0, 0, count});
     spec->recvs.push_back({p, 0, 0, p * count, count});
   }
+  spec->landsEarly = true;
 }
 
 double pairwiseAllgatherUs(const CostView& v, double blockBytes) {
@@ -127,6 +129,7 @@ void allgathervSpec(const PlanShape& shape, const size_t* counts, const size_t* 
     spec->sends.push_back({p, 0, 0, 0, mine});
     spec->recvs.push_back({p, 0, 0, displs[p], counts[p]});
   }
+  spec->landsEarly = true;
 }
 
 void alltoallSpec(const PlanShape& shape, uint64_t count, ExchangeSpec* spec) {

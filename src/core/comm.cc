@@ -199,6 +199,7 @@ ChannelLinks Comm::linksOf(const Connections& made, int ch) const {
     links.recv[p] = made.recv[ch][p].get();
     for (Connector* end : {static_cast<Connector*>(links.send[p]), static_cast<Connector*>(links.recv[p])})
       if (end && end->needsProgress()) links.pollers.push_back(end);
+    links.landing |= links.recv[p] && links.recv[p]->landsInCaller();
   }
   return links;
 }
@@ -806,6 +807,7 @@ void Comm::enqueue(const OpContext& ctx, const std::shared_ptr<const PlanSet>& p
     slot->plans = plans;
     slot->plan = &(*plans)[ch];
     slot->cursor = 0;
+    slot->posted = 0;
     slot->forThreads = forThreads;
     slot->p2pKey = p2pKey;
     slot->finished = false;

@@ -44,6 +44,7 @@ void Channel::adoptAdded() {
     links.recv[a.peer] = a.recv;
     for (Connector* end : {static_cast<Connector*>(a.send), static_cast<Connector*>(a.recv)})
       if (end && end->needsProgress()) links.pollers.push_back(end);
+    links.landing |= a.recv && a.recv->landsInCaller();
   }
   addedLinks_.clear();
   added_.store(false, std::memory_order_relaxed);
@@ -166,7 +167,7 @@ bool Channel::runAhead(FailureSink& comm) {
     if (std::find(claimed, claimed + nclaimed, op.p2pKey) != claimed + nclaimed) continue;
     claimed[nclaimed++] = op.p2pKey;
     Status error;
-    Advance a = executor_.advance(*op.plan, &op.cursor, op.ctx, links, &error);
+    Advance a = executor_.advance(*op.plan, &op.cursor, op.ctx, links, &error, &op.posted);
     if (a == Advance::Failed) {
       comm.fail(error);
       return true;
@@ -242,7 +243,7 @@ bool Channel::drive(FailureSink& comm, SleepSet* sleep) {
     const size_t from = op.cursor;
     const ChannelLinks& opLinks = linksOf(op.ctx);
     Advance a = op.ctx.stream ? advanceOnDevice(op, &error)
-                              : executor_.advance(*op.plan, &op.cursor, op.ctx, links, &error);
+                              : executor_.advance(*op.plan, &op.cursor, op.ctx, links, &error, &op.posted);
     if (timeline && op.cursor > from) noteSteps(*op.plan, op.ctx, from, op.cursor, &op.stepStarted);
     // Every step ran, but bytes wait to leave: not done until they have.
     if (a == Advance::Done && !opLinks.flushed()) a = Advance::Blocked;

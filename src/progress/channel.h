@@ -51,6 +51,7 @@ struct ChannelOp {
   std::shared_ptr<const PlanSet> plans;  // keeps `plan` alive while the op is queued
   const ChannelPlan* plan;
   size_t cursor;
+  size_t posted;    // receives ahead of the cursor told to landing connectors (PlanExecutor::advance)
   bool forThreads;  // progress threads may drive it (else only its caller)
   // A single send or receive: (peer << 1 | is_send) + 1, else 0. Such an op
   // may run ahead of blocked ones queued before it that use other connectors,
