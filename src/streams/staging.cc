@@ -110,11 +110,22 @@ Status Stager::takeBlock(size_t bytes, void** block, size_t* got) {
   return Status::ok();
 }
 
+bool Stager::deviceOpsInFlight() const {
+  std::lock_guard<std::mutex> lock(opsMutex_);
+  for (const auto& op : ops_)
+    if (op->ndone_ > 0 && !op->finished()) return true;
+  return false;
+}
+
 void Stager::giveBack(void* block, size_t bytes) {
   free_.push_back({block, bytes});
   // Keep the most recent blocks up to the cache limit, and always the one
   // just returned: a training loop stages the same sizes every step, and
-  // freeing pinned memory (cudaFreeHost) may wait for the GPU.
+  // freeing pinned memory (cudaFreeHost) may wait for the GPU. Not while a
+  // device operation is in flight: its caller's stream waits for CUDA calls
+  // of the thread driving it, which a freeing that waits for the GPU would
+  // hold up (the cache is trimmed at a later return).
+  if (cachedBytes() > cacheBytes_ && deviceOpsInFlight()) return;
   while (cachedBytes() > cacheBytes_ && free_.size() > 1) {
     allocator_.free(free_.front().ptr);
     free_.erase(free_.begin());

@@ -205,6 +205,7 @@ class Stager {
  private:
   Status takeBlock(size_t bytes, void** block, size_t* got);
   void giveBack(void* block, size_t bytes);
+  bool deviceOpsInFlight() const;  // operations whose channels' streams have not finished
   void forget(StagedOp* op);
 
   PinnedAllocator allocator_;

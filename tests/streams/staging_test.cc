@@ -347,5 +347,44 @@ TEST(Staging, CacheKeepsTheLastBlockAndOthersUpToItsLimit) {
   EXPECT_LE(stager.cachedBytes(), 3 * kChunk) << "other blocks go once the cache is over its limit";
 }
 
+// Freeing pinned memory may wait for the GPU, and a device operation's
+// caller's stream waits for CUDA calls of the thread driving it: while one
+// is in flight the cache grows past its limit instead, and is trimmed at the
+// first return after.
+TEST(Staging, NothingIsFreedWhileADeviceOperationIsInFlight) {
+  Stager stager = makeStager(/*cache=*/3 * kChunk);
+  HostLane deviceLane, lane;  // the device operation's stream waits; the others' move
+  std::vector<char> big(16 * kChunk, 1), bigOut(16 * kChunk), small(kChunk, 2), smallOut(kChunk);
+  auto staged = [&](std::vector<char>& in, std::vector<char>& out) {
+    StagedOp* op = nullptr;
+    EXPECT_TRUE(stage(stager, lane, {{{in.data(), in.size(), true}, {out.data(), out.size(), true}}}, {}, &op).isOk());
+    return op;
+  };
+  std::vector<int32_t> dev(1000, 3);
+  StagedOp* device = nullptr;
+  ASSERT_TRUE(stager.reserve({{{dev.data(), 4000, false}, {dev.data(), 4000, false}}}, {}, &device, 1).isOk());
+  ASSERT_TRUE(stager.enqueue(deviceLane, device).isOk());
+  device->request.start(1);
+  device->request.channelDone();  // the host is done; the channel's stream is not
+  StagedOp* a = staged(big, bigOut);
+  StagedOp* b = staged(small, smallOut);
+  for (StagedOp* op : {a, b}) {
+    op->request.start(1);
+    op->request.channelDone();
+  }
+  ASSERT_TRUE(eventually([&] { return a->finished() && b->finished(); }));
+  stager.reap();
+  const size_t held = stager.cachedBytes();
+  EXPECT_GT(held, 3 * kChunk) << "pinned memory was freed while a device operation's streams were waiting";
+  device->deviceDone(0)->store(1);
+  ASSERT_TRUE(eventually([&] { return device->finished(); }));
+  StagedOp* c = staged(small, smallOut);
+  c->request.start(1);
+  c->request.channelDone();
+  lane.sync();
+  stager.reap();
+  EXPECT_LT(stager.cachedBytes(), held) << "the cache is trimmed once no device operation is in flight";
+}
+
 }  // namespace
 }  // namespace strata::streams
