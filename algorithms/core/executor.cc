@@ -106,10 +106,13 @@ void PlanExecutor::postAhead(const ChannelPlan& plan, size_t cursor, size_t* pos
   if (k < cursor) k = cursor;
   for (; k < plan.steps.size(); ++k) {
     const Step& step = plan.steps[k];
-    if (step.prim == Prim::ReduceAll) return;  // one message from every peer: posted as it runs
+    if (step.prim == Prim::ReduceAll) return;  // one message from every peer: never posted, lands in slots
     RecvConnector* recv = step.recvPeer >= 0 ? links.recv[step.recvPeer] : nullptr;
     if (!recv || !recv->landsInCaller()) continue;
     const Message msg = ctx.message(step);
+    // Nothing of a stream-ordered operation may touch its output before
+    // its stream reaches it (input_gate.h), landing bytes included.
+    if (msg.gate && !msg.gate->ready(0)) return;
     void* dst = step.flags & kLandsEarly ? msg.output + step.outOffset * ctx.elemSize : nullptr;
     if (!recv->post(dst, step.count * ctx.elemSize, msg.tag)) return;
   }

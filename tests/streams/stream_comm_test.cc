@@ -183,6 +183,34 @@ TEST(StreamComm, AllgatherInPlaceReduceScatterAndAnExchangeOnAStream) {
   }, {{"STRATA_GPU_CHUNK_BYTES", "4096"}});
 }
 
+// Over tcp a receive may land straight in the output (RecvConnector::post),
+// but not before the stream reaches the call: rank 1's host output stays
+// as it was while its stream is held, though rank 0 has sent its block.
+TEST(StreamComm, NothingLandsInAHostOutputBeforeTheStreamGetsThere) {
+  runOnComm(2, [](Comm& comm, strata_comm_t, int rank, int nranks, Reporter& r) {
+    HostLane lane;
+    const size_t count = 70000;
+    std::vector<int32_t> in(count), out(count * nranks, -7);
+    for (size_t i = 0; i < count; ++i) in[i] = rank * 1000000 + int32_t(i);
+    // Rank 1's output is host memory the stream does not stage: where
+    // landing would write.
+    PartSpec part{{in.data(), count * 4, true}, {out.data(), out.size() * 4, rank == 0}};
+    if (rank == 1) lane.hold();
+    Status s = comm.submitOnStream(callOf(Coll::Allgather, count, STRATA_INT32), lane, part, {});
+    if (!s.isOk()) return r.fail("submitOnStream: %s", s.message().c_str());
+    if (rank == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // rank 0's block has come by now
+      for (size_t i = 0; i < out.size(); ++i)
+        if (out[i] != -7) return r.fail("out[%zu] was written before the stream reached the call", i);
+      lane.go();
+    }
+    lane.sync();
+    for (int p = 0; p < nranks; ++p)
+      for (size_t i = 0; i < count; ++i)
+        if (out[p * count + i] != p * 1000000 + int32_t(i)) return r.fail("block %d [%zu] = %d", p, i, out[p * count + i]);
+  }, {{"STRATA_TRANSPORT", "tcp"}, {"STRATA_GPU_CHUNK_BYTES", "65536"}});
+}
+
 TEST(StreamComm, AStreamBusyLongerThanTheTimeoutIsNoFailure) {
   runOnComm(2, [](Comm& comm, strata_comm_t handle, int rank, int nranks, Reporter& r) {
     HostLane lane;
