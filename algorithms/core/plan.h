@@ -50,9 +50,10 @@ enum StepFlags : uint8_t {
   kOutToScratch = 16,   // `out` is OpContext::scratch at outOffset (host memory only)
   kScratch = kInFromScratch | kOutToScratch,
   // A Recv whose bytes may be written into the output as soon as they
-  // arrive, before the steps ahead of it run (RecvConnector::post): no
-  // earlier step writes that range, and whatever earlier step reads it
-  // sends what the peer needs before it can send these bytes.
+  // arrive, before the steps ahead of it run (RecvConnector::post): every
+  // earlier step that reads or writes that range does so before this rank
+  // sends what the peer needs to send these bytes (causally before them),
+  // or none does.
   kLandsEarly = 32,
 };
 

@@ -70,6 +70,9 @@ Advance Channel::advanceOnDevice(ChannelOp& op, Status* error) {
 }
 
 void Channel::failAll(const Status& why) {
+  // Bytes still on their way must not land in the failed operations' buffers.
+  for (RecvConnector* recv : links.recv)
+    if (recv) recv->dropPostings();
   uint64_t tail = tail_.load(std::memory_order_acquire);
   for (uint64_t h = head_.load(std::memory_order_relaxed); h != tail; ++h) {
     ChannelOp& op = ops_[h % kDepth];

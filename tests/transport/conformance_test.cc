@@ -510,9 +510,10 @@ TEST_P(Conformance, SendFromCallerOrRefused) {
 
 // landsInCaller(): a message posted with a destination and its own tag and
 // size lands there (peek() returns the destination, the bytes intact), one
-// posted with another tag or size, with none, or after it began to arrive
-// lands in its slot; no more postings than slots are taken, and consuming
-// makes room for more. Transports that do not offer it refuse post().
+// posted with another tag or size, with none, or after its header came
+// lands in its slot; no more postings than slots are taken, consuming makes
+// room for more, and dropPostings() forgets them all. Transports that do
+// not offer it refuse post().
 TEST_P(Conformance, LandsInCallerOrRefused) {
   run([](PairEnd& end, Reporter& rep) {
     const size_t full = end.slotBytes();
@@ -579,11 +580,17 @@ TEST_P(Conformance, LandsInCallerOrRefused) {
     };
     for (uint64_t m = 0; m < n; ++m)
       if (!receive(m, lands(m))) return;
-    // The window moved: n and n+1 posted in time, n+2 only once it is in.
+    // The window moved: n and n+1 posted in time, then dropped (a failed
+    // operation's) and posted again, n without a destination this time; n+2
+    // only once it is in.
     for (uint64_t m : {n, n + 1})
       if (!recv.post(dst[m], size(m), tagOf(end.incoming(0), m)))
         rep.fail("post() refused posting %llu with every slot free", (unsigned long long)m);
-    if (!end.meet(rep, "the second postings") || !receive(n, true) || !receive(n + 1, true)) return;
+    recv.dropPostings();
+    if (!recv.post(nullptr, size(n), tagOf(end.incoming(0), n)) ||
+        !recv.post(dst[n + 1], size(n + 1), tagOf(end.incoming(0), n + 1)))
+      rep.fail("post() refused postings after dropPostings()");
+    if (!end.meet(rep, "the second postings") || !receive(n, false) || !receive(n + 1, true)) return;
     size_t got = 0;
     SlotTag tag{};
     if (!end.waitUntil(rep, "the last message", [&] { return end.peek(0, &got, &tag) != nullptr; })) return;

@@ -116,11 +116,15 @@ class RecvConnector : public Connector {
   // the order it will consume them, where its next messages from this
   // connector go: `dst` for a message of `bytes` bytes tagged `tag`, or null
   // for the slot. A message whose header matches its posting lands at dst,
-  // and peek() then returns dst; any other, and one that began to arrive
+  // and peek() then returns dst; any other, and one whose header was in
   // before its posting, lands in its slot. False: the connector holds a
   // posting for each of its slots already, or takes none (the default).
   virtual bool landsInCaller() const { return false; }
   virtual bool post(void* /*dst*/, size_t /*bytes*/, const SlotTag& /*tag*/) { return false; }
+  // Forgets every posting, and sends what is still to arrive of messages
+  // landing in the caller's memory to their slots: their operation failed,
+  // and its buffers are the caller's again.
+  virtual void dropPostings() {}
 };
 
 }  // namespace strata

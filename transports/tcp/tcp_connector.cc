@@ -124,6 +124,11 @@ bool TcpRecvConnector::post(void* dst, size_t bytes, const SlotTag& tag) {
   return true;
 }
 
+void TcpRecvConnector::dropPostings() {
+  posted_ = released_;
+  for (uint64_t m = released_; m < released_ + ring_.nslots(); ++m) lands_[m % ring_.nslots()] = ring_.slot(m);
+}
+
 char* TcpRecvConnector::landing(uint64_t m, const WireHeader& h) {
   if (m < posted_) {
     const Posting& p = postings_[m % ring_.nslots()];

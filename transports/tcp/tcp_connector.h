@@ -101,6 +101,7 @@ class TcpRecvConnector final : public RecvConnector {
   // straight into it; its slot stays untouched.
   bool landsInCaller() const override { return true; }
   bool post(void* dst, size_t bytes, const SlotTag& tag) override;
+  void dropPostings() override;
   // Safe under TLS too: progress() reads every socket whose next message has
   // a free slot until EAGAIN, which leaves no whole record in OpenSSL's
   // buffer (TlsSession::hasBuffered); a socket with no free slot waits for
