@@ -58,6 +58,9 @@ Status Comm::create(const boot::BootstrapConfig& config, const CommOverrides& ov
 
 Comm::~Comm() {
   fault::stopDumpOnSignal(this);
+  // Before what its failure path reads (control_); drainStreams() below
+  // lets stuck streams go by its own deadline.
+  deviceWatch_.reset();
   // First: its thread may fail() the communicator on a peer's revoke, or
   // start a thread that connects a pair (lazy_ waits for those).
   control_.reset();
@@ -65,7 +68,6 @@ Comm::~Comm() {
   if (stager_) drainStreams();
   // Threads first: they may be driving channels that point at connectors.
   threads_.reset();
-  deviceWatch_.reset();  // reads the channels, and releases the stager's streams
   channels_.clear();
   connections_ = Connections();
   deviceConnections_ = Connections();
@@ -491,13 +493,14 @@ Status Comm::connectDevice() {
   std::vector<const std::atomic<double>*> since;
   for (const Channel& c : channels_) since.push_back(&c.deviceCallSince);
   deviceWatch_ = std::make_unique<StuckWatch>(since, config_.timeoutSeconds, [this](int ch, double seconds) {
+    // A device operation, the only kind a watched thread runs, was
+    // reserved in the stager before it was queued: stager_ is there. The
+    // streams go first (only stores to flags): what the stuck call waits for.
+    stager_->releaseAll();
     fail(STRATA_ERROR(STRATA_ERR_TIMEOUT,
                       "rank %d: the thread driving channel %d's GPU-to-GPU work has been inside a CUDA call for "
                       "%.1f s (STRATA_TIMEOUT): the driver is not returning; every stream this communicator holds "
                       "is let go (their output is undefined)", rank_, ch, seconds));
-    // A device operation, the only kind a watched thread runs, was
-    // reserved in the stager before it was queued: stager_ is there.
-    stager_->releaseAll();
   });
   STRATA_INFO(INIT, "stream-ordered calls on GPU memory move GPU to GPU (cuda transport, CUDA device %d, %zu-byte "
               "slots)", device_, config_.gpuSlotBytes);

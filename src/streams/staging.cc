@@ -124,8 +124,9 @@ void Stager::giveBack(void* block, size_t bytes) {
   // freeing pinned memory (cudaFreeHost) may wait for the GPU. Not while a
   // device operation is in flight: its caller's stream waits for CUDA calls
   // of the thread driving it, which a freeing that waits for the GPU would
-  // hold up (the cache is trimmed at a later return).
-  if (cachedBytes() > cacheBytes_ && deviceOpsInFlight()) return;
+  // hold up (the cache is trimmed at a later return), unless the cache has
+  // grown to twice its limit meanwhile.
+  if (cachedBytes() <= 2 * cacheBytes_ && deviceOpsInFlight()) return;
   while (cachedBytes() > cacheBytes_ && free_.size() > 1) {
     allocator_.free(free_.front().ptr);
     free_.erase(free_.begin());
@@ -217,8 +218,10 @@ void Stager::forget(StagedOp* op) {
 }
 
 void Stager::cancel(StagedOp* op) {
-  giveBack(op->block_, op->blockBytes_);
-  forget(op);
+  void* block = op->block_;
+  const size_t bytes = op->blockBytes_;
+  forget(op);  // first: releaseAll() from another thread must not write into a block given back
+  giveBack(block, bytes);
 }
 
 Status Stager::enqueue(gpu::StreamLane& lane, StagedOp* op) {
@@ -271,7 +274,9 @@ void Stager::reap() {
   {
     std::lock_guard<std::mutex> lock(opsMutex_);
     for (auto it = ops_.begin(); it != ops_.end();) {
-      if ((*it)->finished()) {
+      // Its stream is done, and so are its channels: a stream let go
+      // early (releaseAll) finishes while channels still hold its request.
+      if ((*it)->finished() && (*it)->request.done()) {
         done.push_back(std::move(*it));
         it = ops_.erase(it);
       } else {

@@ -56,6 +56,10 @@ void FifoEnd::store(gpu::Flag* flag, uint64_t count) {
 }
 
 void* CudaSendConnector::acquire(size_t /*bytes*/) {
+  // Once the communicator failed, no more work goes on the stream: a thread
+  // that was stuck in CUDA comes back to a step that is never ready, and
+  // finds the failure (health()).
+  if (control_->aborted.load(std::memory_order_acquire)) return nullptr;
   const uint32_t consumed = control_->consumed.load(std::memory_order_acquire);
   if (between(tail_, consumed) >= static_cast<uint32_t>(nslots_)) return nullptr;
   return slot(tail_);
@@ -77,6 +81,7 @@ void CudaSendConnector::publish(size_t bytes, const SlotTag& tag) {
 }
 
 const void* CudaRecvConnector::peek(size_t* bytes, SlotTag* tag) {
+  if (control_->aborted.load(std::memory_order_acquire)) return nullptr;  // as acquire()
   const uint32_t published = control_->published.load(std::memory_order_acquire);
   if (between(published, head_) == 0) return nullptr;
   const SlotHeader& h = header(head_);
