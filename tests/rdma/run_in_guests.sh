@@ -43,13 +43,21 @@ export STRATA_TRANSPORT=ib RDMA_TEST_PORT=29700 WORLD_SIZE=$guests MASTER_ADDR=r
 # connect). A connect to a closed port answers "refused" where the link is
 # up; "no route" (ARP unanswered) five times means it is not, and the guest
 # exits 125, as for a failed boot, which the loop below tries again.
+# The same check after a failed run: a link that died during it (CI once:
+# an alltoall's bytes stopped, then the next tests' bootstraps timed out
+# connecting) is the host's doing, and the run is tried again the same way.
 command='peer=rdmavm$(( (RDMA_VM_NODE + 1) % RDMA_VM_NODES ))
-for try in 1 2 3 4 5; do
-  err=$(timeout 10 bash -c "exec 3<>/dev/tcp/$peer/9" 2>&1) && break
-  [[ $err == *refused* ]] && break
-  [ "$try" = 5 ] && { echo "rdma-vm guest $RDMA_VM_NODE: no link to $peer: $err"; exit 125; }
-done
+linked() {
+  for try in 1 2 3 4 5; do
+    err=$(timeout 10 bash -c "exec 3<>/dev/tcp/$peer/9" 2>&1) && return 0
+    [[ $err == *refused* ]] && return 0
+  done
+  echo "rdma-vm guest $RDMA_VM_NODE: no link to $peer $1: $err"
+  return 1
+}
+linked "before the tests" || exit 125
 RANK=$RDMA_VM_NODE "$0" "$@"; rc=$?
+[ "$rc" -ne 0 ] && ! linked "after the failed tests" && rc=125
 : > "$RDMA_DONE.$RDMA_VM_NODE"
 for _ in $(seq 240); do
   marks=("$RDMA_DONE".*)
@@ -62,9 +70,9 @@ for attempt in 1 2; do
   "$vm" --nodes "$guests" --timeout 1200 -- bash -c "$command" "$binary" "$@"
   rc=$?
   rm -f "$RDMA_DONE".*
-  # 125: a guest did not boot or report, or had no link, which a loaded host
-  # can cause once.
+  # 125: a guest did not boot or report, or had no link before or after
+  # its tests, which a loaded host can cause once.
   [ "$rc" -ne 125 ] && exit "$rc"
-  echo "rdma-vm: a guest failed to boot or had no link (attempt $attempt)"
+  echo "rdma-vm: a guest failed to boot or lost its link (attempt $attempt)"
 done
 exit "$rc"
