@@ -496,7 +496,7 @@ Status Comm::connectDevice() {
     // A device operation, the only kind a watched thread runs, was
     // reserved in the stager before it was queued: stager_ is there. The
     // streams go first (only stores to flags): what the stuck call waits for.
-    stager_->releaseAll();
+    stager_->abandon();
     fail(STRATA_ERROR(STRATA_ERR_TIMEOUT,
                       "rank %d: the thread driving channel %d's GPU-to-GPU work has been inside a CUDA call for "
                       "%.1f s (STRATA_TIMEOUT): the driver is not returning; every stream this communicator holds "

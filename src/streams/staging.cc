@@ -220,7 +220,7 @@ void Stager::forget(StagedOp* op) {
 void Stager::cancel(StagedOp* op) {
   void* block = op->block_;
   const size_t bytes = op->blockBytes_;
-  forget(op);  // first: releaseAll() from another thread must not write into a block given back
+  forget(op);  // first: abandon() from another thread must not write into a block given back
   giveBack(block, bytes);
 }
 
@@ -270,13 +270,12 @@ Status Stager::enqueue(gpu::StreamLane& lane, StagedOp* op) {
 }
 
 void Stager::reap() {
+  if (abandoned_.load(std::memory_order_acquire)) return;
   std::vector<std::unique_ptr<StagedOp>> done;
   {
     std::lock_guard<std::mutex> lock(opsMutex_);
     for (auto it = ops_.begin(); it != ops_.end();) {
-      // Its stream is done, and so are its channels: a stream let go
-      // early (releaseAll) finishes while channels still hold its request.
-      if ((*it)->finished() && (*it)->request.done()) {
+      if ((*it)->finished()) {
         done.push_back(std::move(*it));
         it = ops_.erase(it);
       } else {
@@ -293,6 +292,12 @@ void Stager::releaseAll() {
   for (auto& op : ops_) op->releaseAll();
 }
 
+void Stager::abandon() {
+  std::lock_guard<std::mutex> lock(opsMutex_);
+  abandoned_.store(true, std::memory_order_release);
+  for (auto& op : ops_) op->releaseAll();
+}
+
 size_t Stager::running() const {
   std::lock_guard<std::mutex> lock(opsMutex_);
   size_t n = 0;
@@ -304,6 +309,7 @@ bool Stager::drain(double deadline) {
   for (;;) {
     reap();
     if (inFlight() == 0) return true;
+    if (abandoned_.load(std::memory_order_acquire)) return false;
     if (nowSeconds() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }

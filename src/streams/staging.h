@@ -182,9 +182,13 @@ class Stager {
   void reap();
   // Lets every stream still waiting for an operation go on (its output is
   // then undefined): before a communicator's device streams are torn down,
-  // none may wait on a flag nobody will raise; and from any thread when the
-  // thread driving them is stuck in a CUDA call (only stores to flags).
+  // none may wait on a flag nobody will raise.
   void releaseAll();
+  // releaseAll() from any thread (only stores to flags), for when a thread
+  // driving the operations is stuck inside a CUDA call, and from then on
+  // frees nothing: that thread still holds their requests when it comes
+  // back, so their memory stays, leaked with the failed communicator.
+  void abandon();
   // Operations whose host collective has not ended.
   size_t running() const;
   // Waits until every stream is done with its operation's memory, at most
@@ -212,10 +216,11 @@ class Stager {
   Ended ended_;
   size_t chunkBytes_;
   size_t cacheBytes_;
-  // releaseAll() may come from another thread (StuckWatch, while the
-  // issuing thread is stuck in CUDA): the list is changed under the lock,
-  // and no CUDA call is made while it is held.
+  // abandon() may come from another thread (StuckWatch, while the issuing
+  // thread is stuck in CUDA): the list is changed under the lock, and no
+  // CUDA call is made while it is held.
   mutable std::mutex opsMutex_;
+  std::atomic<bool> abandoned_{false};
   std::vector<std::unique_ptr<StagedOp>> ops_;
   struct Block {
     void* ptr;

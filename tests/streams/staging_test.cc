@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "clock.h"
 #include "host_lane.h"
 #include "staging.h"
 
@@ -385,6 +386,29 @@ TEST(Staging, NothingIsFreedWhileADeviceOperationIsInFlight) {
   lane.sync();
   stager.reap();
   EXPECT_LT(stager.cachedBytes(), held) << "the cache is trimmed once no device operation is in flight";
+}
+
+// What StuckWatch does when a thread driving a device operation is stuck in
+// CUDA: the caller's stream goes on at once, and the operation is never
+// freed, since that thread still holds its request.
+TEST(Staging, AnAbandonedOperationLetsItsStreamGoAndIsNeverFreed) {
+  // Kept for the process's life: an abandoned stager leaks its operations
+  // by design, which LeakSanitizer would otherwise report.
+  static Stager& stager = *new Stager(makeStager());
+  HostLane lane;
+  std::vector<int32_t> dev(1000, 3);
+  StagedOp* op = nullptr;
+  ASSERT_TRUE(stager.reserve({{{dev.data(), 4000, false}, {dev.data(), 4000, false}}}, {}, &op, 2).isOk());
+  ASSERT_TRUE(stager.enqueue(lane, op).isOk());
+  op->request.start(2);  // the channels hold it, and never end it here
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(op->finished());
+  std::thread watch([&] { stager.abandon(); });  // from another thread, as StuckWatch
+  watch.join();
+  EXPECT_TRUE(eventually([&] { return op->finished(); })) << "the caller's stream was not let go";
+  stager.reap();
+  EXPECT_EQ(stager.inFlight(), 1u) << "an abandoned operation was freed while its channels hold its request";
+  EXPECT_FALSE(stager.drain(nowSeconds() + 0.05));
 }
 
 }  // namespace
