@@ -35,9 +35,10 @@ struct ExchangeSpec {
   std::vector<Transfer> recvs;
   std::vector<Transfer> copies;  // input -> output within this rank
   // No receive's output range is read by a send or a copy, in place or not
-  // (allgather's blocks): receives may land as they arrive (kLandsEarly).
-  // Not alltoall's: in place, a peer's block lands where this rank's block
-  // for that peer is still to be sent from.
+  // (allgather's blocks; a group of sends and receives whose buffers do not
+  // overlap): receives may land as they arrive (kLandsEarly). Not
+  // alltoall's: in place, a peer's block lands where this rank's block for
+  // that peer is still to be sent from.
   bool landsEarly = false;
   void clear() {
     sends.clear();

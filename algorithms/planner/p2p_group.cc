@@ -1,8 +1,41 @@
 #include "p2p_group.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "op_desc.h"
 
 namespace strata {
+namespace {
+
+// Whether some receive's buffer overlaps some send's: the group's sends read
+// their buffers until their bytes have left, in no order against its
+// receives, so those receives must not land early.
+bool receiveOverlapsSend(const std::vector<P2pOp>& ops) {
+  auto range = [](const P2pOp& op) {
+    const auto begin = reinterpret_cast<uintptr_t>(op.send ? op.sendbuf : op.recvbuf);
+    return std::make_pair(begin, begin + op.count * strata_datatype_size(op.datatype));
+  };
+  std::vector<std::pair<uintptr_t, uintptr_t>> sends;
+  for (const P2pOp& op : ops)
+    if (op.send && op.count > 0) sends.push_back(range(op));
+  if (sends.empty()) return false;
+  std::sort(sends.begin(), sends.end());
+  // reach[i]: the furthest end among the sends that begin at or before sends[i]'s begin.
+  std::vector<uintptr_t> reach(sends.size());
+  for (size_t i = 0; i < sends.size(); ++i) reach[i] = std::max(sends[i].second, i ? reach[i - 1] : 0);
+  for (const P2pOp& op : ops) {
+    if (op.send || op.count == 0) continue;
+    const auto [begin, end] = range(op);
+    // The sends that begin before this receive ends; one of them overlaps
+    // it if the furthest of their ends lies past its begin.
+    const auto after = std::lower_bound(sends.begin(), sends.end(), std::make_pair(end, uintptr_t(0)));
+    if (after != sends.begin() && reach[after - sends.begin() - 1] > begin) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 Status describeP2pGroup(const std::vector<P2pOp>& ops, int rank, P2pSequences* seqs,
                         std::vector<Message>* messages, ExchangeSpec* spec) {
@@ -43,6 +76,7 @@ Status describeP2pGroup(const std::vector<P2pOp>& ops, int rank, P2pSequences* s
     messages->push_back({static_cast<const char*>(s.sendbuf), static_cast<char*>(r.recvbuf), {}});
     spec->copies.push_back({rank, msg, 0, 0, bytesOf(s)});
   }
+  spec->landsEarly = !receiveOverlapsSend(ops);
   return Status::ok();
 }
 

@@ -23,6 +23,7 @@
 #include "mem_connector.h"
 #include "node_tree.h"
 #include "op_desc.h"
+#include "p2p_group.h"
 #include "params.h"
 #include "planner.h"
 #include "reduce_scatter.h"
@@ -1222,6 +1223,41 @@ TEST(TreeBroadcast, ChosenWhereTheModelSaysAndWhenForced) {
   call.pick.tree = 1;
   ASSERT_TRUE(Planner::choose(call, four, t, &choice).isOk());
   EXPECT_STREQ(choice.algo, "tree");
+}
+
+// A group's receives may land in their buffers as they arrive
+// (kLandsEarly) unless one overlaps a send's buffer, which the group's sends
+// may still be reading: a lone receive always, disjoint buffers yes, a
+// receive into (part of) a buffer being sent no.
+TEST(P2pGroup, ReceivesLandEarlyOnlyWhereNoSendBufferOverlaps) {
+  const PlanShape shape{0, 3, 2, kSlotBytes, 1, nullptr};
+  std::vector<char> a(100000), b(100000);
+  auto landsEarly = [&](const std::vector<P2pOp>& ops) {
+    P2pSequences seqs{std::vector<uint64_t>(3), std::vector<uint64_t>(3)};
+    std::vector<Message> messages;
+    ExchangeSpec spec;
+    EXPECT_TRUE(describeP2pGroup(ops, 0, &seqs, &messages, &spec).isOk());
+    PlanSet plans(shape.nchannels);
+    buildP2pGroup(shape, spec, plans);
+    int early = 0, late = 0;
+    for (const ChannelPlan& plan : plans)
+      for (const Step& step : plan.steps)
+        if (step.prim == Prim::Recv) ++(step.flags & kLandsEarly ? early : late);
+    EXPECT_TRUE(early == 0 || late == 0) << "a group's receives differ";
+    EXPECT_GT(early + late, 0) << "no receive steps";
+    return early > 0;
+  };
+  auto send = [](int peer, const char* buf, size_t n) { return P2pOp{true, peer, buf, nullptr, n, STRATA_UINT8}; };
+  auto recv = [](int peer, char* buf, size_t n) { return P2pOp{false, peer, nullptr, buf, n, STRATA_UINT8}; };
+  EXPECT_TRUE(landsEarly({recv(1, b.data(), 50000)})) << "a lone receive";
+  EXPECT_TRUE(landsEarly({send(1, a.data(), 50000), recv(2, b.data(), 50000)})) << "disjoint buffers";
+  EXPECT_TRUE(landsEarly({send(1, a.data(), 40000), recv(2, a.data() + 40000, 20000), send(2, a.data() + 60000, 100)}))
+      << "a receive between two sends, touching neither";
+  EXPECT_FALSE(landsEarly({send(1, a.data(), 50000), recv(2, a.data(), 50000)})) << "in place";
+  EXPECT_FALSE(landsEarly({send(1, a.data(), 50000), recv(2, a.data() + 49999, 100)})) << "the send's last byte";
+  EXPECT_FALSE(landsEarly({send(1, a.data() + 1000, 10), send(2, a.data(), 50000), recv(2, a.data() + 20000, 8)}))
+      << "inside a send that begins before a shorter one";
+  EXPECT_TRUE(landsEarly({send(1, a.data(), 0), recv(2, a.data(), 50000)})) << "an empty send overlaps nothing";
 }
 
 }  // namespace
