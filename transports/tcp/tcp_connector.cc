@@ -126,7 +126,12 @@ bool TcpRecvConnector::post(void* dst, size_t bytes, const SlotTag& tag) {
 
 void TcpRecvConnector::dropPostings() {
   posted_ = released_;
-  for (uint64_t m = released_; m < released_ + ring_.nslots(); ++m) lands_[m % ring_.nslots()] = ring_.slot(m);
+  // Only where a message was to land in the caller's memory: a connector
+  // that never landed one allocates no slots for this.
+  for (uint64_t m = released_; m < released_ + ring_.nslots(); ++m) {
+    char*& at = lands_[m % ring_.nslots()];
+    if (at && !ring_.holds(at)) at = ring_.slot(m);
+  }
 }
 
 char* TcpRecvConnector::landing(uint64_t m, const WireHeader& h) {

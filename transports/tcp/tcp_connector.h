@@ -28,6 +28,10 @@ class SlotRing {
     return data_.get() + (index % nslots_) * slotBytes_;
   }
   WireHeader& header(uint64_t index) { return headers_[index % nslots_]; }
+  // Whether p points into the slots (false before they exist).
+  bool holds(const char* p) const {
+    return data_ && p >= data_.get() && p < data_.get() + slotBytes_ * nslots_;
+  }
   // Where message `index`'s payload is: its slot, or the caller's memory.
   const char*& payload(uint64_t index) { return payloads_[index % nslots_]; }
   size_t slotBytes() const { return slotBytes_; }
