@@ -126,7 +126,8 @@ void Stager::giveBack(void* block, size_t bytes) {
   // of the thread driving it, which a freeing that waits for the GPU would
   // hold up (the cache is trimmed at a later return), unless the cache has
   // grown to twice its limit meanwhile.
-  if (cachedBytes() <= 2 * cacheBytes_ && deviceOpsInFlight()) return;
+  const size_t cached = cachedBytes();
+  if (cached <= cacheBytes_ || (cached <= 2 * cacheBytes_ && deviceOpsInFlight())) return;
   while (cachedBytes() > cacheBytes_ && free_.size() > 1) {
     allocator_.free(free_.front().ptr);
     free_.erase(free_.begin());
