@@ -23,6 +23,15 @@ struct ChannelLinks {
   std::vector<Connector*> pollers;
   bool landing = false;  // some receive connector lands in the caller's memory
 
+  // Makes send and recv (either may be null) the connectors to and from
+  // `peer`, with the pollers and `landing` they bring.
+  void add(int peer, SendConnector* to, RecvConnector* from) {
+    send[peer] = to;
+    recv[peer] = from;
+    for (Connector* end : {static_cast<Connector*>(to), static_cast<Connector*>(from)})
+      if (end && end->needsProgress()) pollers.push_back(end);
+    landing |= from && from->landsInCaller();
+  }
   // Moves bytes for every connector that needs it; true if any moved.
   bool progress() {
     bool moved = false;

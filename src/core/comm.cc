@@ -196,13 +196,7 @@ ChannelLinks Comm::linksOf(const Connections& made, int ch) const {
   ChannelLinks links;
   links.send.assign(nranks_, nullptr);
   links.recv.assign(nranks_, nullptr);
-  for (int p = 0; p < nranks_; ++p) {
-    links.send[p] = made.send[ch][p].get();
-    links.recv[p] = made.recv[ch][p].get();
-    for (Connector* end : {static_cast<Connector*>(links.send[p]), static_cast<Connector*>(links.recv[p])})
-      if (end && end->needsProgress()) links.pollers.push_back(end);
-    links.landing |= links.recv[p] && links.recv[p]->landsInCaller();
-  }
+  for (int p = 0; p < nranks_; ++p) links.add(p, made.send[ch][p].get(), made.recv[ch][p].get());
   return links;
 }
 

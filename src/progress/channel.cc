@@ -39,13 +39,7 @@ void Channel::addLinks(int peer, SendConnector* send, RecvConnector* recv) {
 
 void Channel::adoptAdded() {
   std::lock_guard<std::mutex> lock(addedMutex_);
-  for (const Added& a : addedLinks_) {
-    links.send[a.peer] = a.send;
-    links.recv[a.peer] = a.recv;
-    for (Connector* end : {static_cast<Connector*>(a.send), static_cast<Connector*>(a.recv)})
-      if (end && end->needsProgress()) links.pollers.push_back(end);
-    links.landing |= a.recv && a.recv->landsInCaller();
-  }
+  for (const Added& a : addedLinks_) links.add(a.peer, a.send, a.recv);
   addedLinks_.clear();
   added_.store(false, std::memory_order_relaxed);
 }
