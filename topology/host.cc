@@ -48,7 +48,7 @@ int cpusAllowed(uint64_t* mask) {
 // The rank's GPU as a bus id: STRATA_TOPO_GPU (an index into the
 // topology's GPUs, or a bus id), else CUDA's current device on this machine
 // (none in an injected topology), else none.
-std::string rankGpu(const Machine& m) {
+std::string rankGpu(const Machine& m, int device) {
   const std::string& forced = params::topoGpu();
   if (!forced.empty()) {
     char* end = nullptr;
@@ -58,11 +58,10 @@ std::string rankGpu(const Machine& m) {
       return m.gpus[index].pciBusId;
     if (!busId.empty()) return busId;  // a GPU hwloc does not show is the rank's all the same
     STRATA_WARN(TOPO, "STRATA_TOPO_GPU='%s' is neither a PCI bus id nor the index of one of the %zu GPUs of %s; "
-                "using CUDA's current device", forced.c_str(), m.gpus.size(), m.source.c_str());
+                "using the rank's CUDA device", forced.c_str(), m.gpus.size(), m.source.c_str());
   }
   // CUDA's devices are this machine's, not an injected topology's.
   if (!m.thisMachine) return "";
-  const int device = gpu::currentDevice();
   for (const gpu::DeviceInfo& d : gpu::runtime().devices)
     if (d.index == device) return normalizeBusId(d.pciBusId);
   return "";
@@ -70,7 +69,7 @@ std::string rankGpu(const Machine& m) {
 
 }  // namespace
 
-HostInfo probeHost() {
+HostInfo probeHost(int device) {
   HostInfo info;
   std::memset(&info, 0, sizeof(info));
   gethostname(info.hostname, sizeof(info.hostname) - 1);
@@ -99,7 +98,7 @@ HostInfo probeHost() {
   info.cores = m.cores;
   info.pus = m.pus;
   std::snprintf(info.nic, sizeof(info.nic), "%s", p.nic.c_str());
-  std::snprintf(info.gpu, sizeof(info.gpu), "%s", rankGpu(m).c_str());
+  std::snprintf(info.gpu, sizeof(info.gpu), "%s", rankGpu(m, device).c_str());
   STRATA_INFO(TOPO, "host id '%s', %d cores in the affinity mask; %s: %d packages, %d NUMA nodes, "
               "%d cores, %d PUs; cpus %s%s in package %d, NUMA node %d, nearest nic '%s', gpu '%s'",
               info.hostId, info.cpusAllowed, m.source.c_str(), m.packages, m.numaNodes, m.cores, m.pus,

@@ -49,11 +49,12 @@ struct HostInfo {
   // empty if it has none (Transport::describeSelf fills it).
   char rdma[32];
   // The PCI bus id ("0000:3b:00.0") of the rank's GPU: STRATA_TOPO_GPU, else
-  // CUDA's current device at init; empty without one.
+  // its CUDA device's; empty without one.
   char gpu[kBusIdBytes];
 };
 
-HostInfo probeHost();
+// `device`: the rank's CUDA device (the communicator's; -1 none).
+HostInfo probeHost(int device);
 
 // Gives each string of a HostInfo that came from another process a
 // terminating NUL, so that code reading them as C strings (log lines, peer

@@ -364,6 +364,34 @@ ncclResult_t finishGroupInits() {
   return first;
 }
 
+// `device`: the rank's CUDA device, STRATA_DEVICE_CURRENT for the calling thread's (NCCL's rule).
+ncclResult_t initRankOn(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config,
+                        int device) {
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm (the output pointer) is NULL");
+  if (config && (config->magic != 0xcafebeef || config->size < offsetof(ncclConfig_t, splitShare)))
+    return fail(ncclInvalidArgument, nullptr, "config was not initialised with NCCL_CONFIG_INITIALIZER");
+  Tuning tuning;
+  if (ncclResult_t r = tuningOf(config, &tuning); r != ncclSuccess) return r;
+  strata_config_t settings = STRATA_CONFIG_INITIALIZER;
+  settings.algorithm = tuning.algorithm.empty() ? nullptr : tuning.algorithm.c_str();
+  settings.nchannels = tuning.nchannels;
+  settings.device = device;
+  strata_unique_id_t id;
+  std::memcpy(&id, &commId, sizeof(id));
+  strata_comm_t s;
+  const bool nonBlocking = config && config->blocking == 0;
+  // Inside a group the ranks may all be this thread's (one per GPU): start
+  // each init and let ncclGroupEnd wait for them together.
+  const bool inGroup = !nonBlocking && tGroupDepth > 0;
+  strata_result_t rc = nonBlocking || inGroup
+                           ? strata_comm_init_rank_config_nonblocking(&s, nranks, id, rank, &settings)
+                           : strata_comm_init_rank_config(&s, nranks, id, rank, &settings);
+  if (rc != STRATA_SUCCESS) return done(rc, nullptr);
+  *comm = wrap(s);
+  if (inGroup) tGroupInits.push_back(*comm);
+  return nonBlocking ? ncclInProgress : ncclSuccess;
+}
+
 }  // namespace
 
 extern "C" {
@@ -394,28 +422,7 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) try {
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config) try {
-  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm (the output pointer) is NULL");
-  if (config && (config->magic != 0xcafebeef || config->size < offsetof(ncclConfig_t, splitShare)))
-    return fail(ncclInvalidArgument, nullptr, "config was not initialised with NCCL_CONFIG_INITIALIZER");
-  Tuning tuning;
-  if (ncclResult_t r = tuningOf(config, &tuning); r != ncclSuccess) return r;
-  strata_config_t settings = STRATA_CONFIG_INITIALIZER;
-  settings.algorithm = tuning.algorithm.empty() ? nullptr : tuning.algorithm.c_str();
-  settings.nchannels = tuning.nchannels;
-  strata_unique_id_t id;
-  std::memcpy(&id, &commId, sizeof(id));
-  strata_comm_t s;
-  const bool nonBlocking = config && config->blocking == 0;
-  // Inside a group the ranks may all be this thread's (one per GPU): start
-  // each init and let ncclGroupEnd wait for them together.
-  const bool inGroup = !nonBlocking && tGroupDepth > 0;
-  strata_result_t rc = nonBlocking || inGroup
-                           ? strata_comm_init_rank_config_nonblocking(&s, nranks, id, rank, &settings)
-                           : strata_comm_init_rank_config(&s, nranks, id, rank, &settings);
-  if (rc != STRATA_SUCCESS) return done(rc, nullptr);
-  *comm = wrap(s);
-  if (inGroup) tGroupInits.push_back(*comm);
-  return nonBlocking ? ncclInProgress : ncclSuccess;
+  return initRankOn(comm, nranks, commId, rank, config, STRATA_DEVICE_CURRENT);
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) try {
@@ -432,9 +439,13 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
   return ncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
 } NCCL_CATCH_ESCAPES
 
-ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* /*devlist*/) try {
+ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) try {
   if (!comms) return fail(ncclInvalidArgument, nullptr, "comm (the output array) is NULL");
   if (ndev < 1) return fail(ncclInvalidArgument, nullptr, "ndev=%d must be at least 1", ndev);
+  // Rank i runs on devlist[i] (device i without a list), whichever device
+  // is current here. Unlike NCCL, a device may appear more than once.
+  for (int i = 0; devlist && i < ndev; ++i)
+    if (devlist[i] < 0) return fail(ncclInvalidArgument, nullptr, "devlist[%d]=%d is not a CUDA device", i, devlist[i]);
   ncclUniqueId id;
   ncclResult_t r = ncclGetUniqueId(&id);
   if (r != ncclSuccess) return r;
@@ -444,7 +455,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* /*devlist*/
   if (r != ncclSuccess) return r;
   int made = 0;
   while (made < ndev && r == ncclSuccess) {
-    r = ncclCommInitRank(&comms[made], ndev, id, made);
+    r = initRankOn(&comms[made], ndev, id, made, nullptr, devlist ? devlist[made] : made);
     if (r == ncclSuccess) ++made;
   }
   const std::string why = tLastError;
@@ -584,8 +595,7 @@ ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) try {
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   if (!device) return fail(ncclInvalidArgument, comm, "device is NULL");
-  *device = -1;
-  return ncclSuccess;
+  return done(strata_comm_device(comm->comm, device), comm);
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) try {

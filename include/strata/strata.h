@@ -134,8 +134,18 @@ typedef struct {
   const char* algorithm;
   /* STRATA_NCHANNELS for this communicator, 1 to 32; 0: the variable. */
   int nchannels;
+  /* The CUDA device (an index, as cudaSetDevice takes it) whose GPU this
+   * rank's stream-ordered calls on GPU memory use, and where the topology
+   * places the rank. STRATA_DEVICE_CURRENT (the initializer's; 0 is a
+   * device): the calling thread's current device when the communicator is
+   * created, as NCCL takes it, also for a non-blocking init, whose work runs
+   * on a thread of its own. A device this process's CUDA does not have gets
+   * STRATA_ERR_INVALID_ARGUMENT; where no GPU is usable any index is kept,
+   * and means nothing. A split or dup keeps its parent's. */
+  int device;
 } strata_config_t;
-#define STRATA_CONFIG_INITIALIZER {sizeof(strata_config_t), 0.0, 0, NULL, 0}
+#define STRATA_DEVICE_CURRENT (-1)
+#define STRATA_CONFIG_INITIALIZER {sizeof(strata_config_t), 0.0, 0, NULL, 0, STRATA_DEVICE_CURRENT}
 
 /* strata_comm_init_rank with settings of its own (config NULL: none).
  * STRATA_ERR_INVALID_ARGUMENT names a field that is out of range.
@@ -270,6 +280,9 @@ STRATA_API strata_result_t strata_comm_check(strata_comm_t comm, char* report, s
 
 STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank);
 STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size);
+/* The CUDA device comm was created for (strata_config_t's `device`); -1 when
+ * it was created on a thread without one (no usable GPU). */
+STRATA_API strata_result_t strata_comm_device(strata_comm_t comm, int* device);
 
 /* *reproducible = 1 when comm runs in reproducible mode (STRATA_REPRODUCIBLE=1,
  * or its config's `reproducible`): allreduce, reduce and reduce_scatter then
@@ -442,7 +455,9 @@ STRATA_API strata_result_t strata_ibarrier(strata_comm_t comm, strata_request_t*
  * undefined, and the error is reported by strata_comm_get_async_error on
  * every rank. Streams being captured into a CUDA graph are refused
  * (STRATA_ERR_INVALID_USAGE). Without a usable GPU a non-NULL stream gets
- * STRATA_ERR_CUDA with CUDA's reason.
+ * STRATA_ERR_CUDA with CUDA's reason. Any device may be current when a call
+ * is made: the communicator's own GPU work runs on its device
+ * (strata_config_t's `device`, strata_comm_device).
  *
  * Inside strata_group_start/end they are issued at the outermost group end,
  * which waits for the group's host-ordered calls only; one group's

@@ -15,6 +15,7 @@
 
 #include "api_state.h"
 #include "clock.h"
+#include "cuda_seam.h"
 #include "env_job.h"
 #include "listener_handoff.h"
 #include "log.h"
@@ -53,7 +54,7 @@ Status newUniqueId(strata_unique_id_t* id, const security::Secret* secret) {
 
 namespace {
 
-Status initComm(strata_comm_t* out, const boot::BootstrapConfig& config, const CommOverrides& overrides = {}) {
+Status initComm(strata_comm_t* out, const boot::BootstrapConfig& config, const CommOverrides& overrides) {
   std::unique_ptr<Comm> impl;
   STRATA_CHECK(Comm::create(config, overrides, &impl));
   auto* comm = new strata_comm{std::move(impl)};
@@ -87,7 +88,25 @@ Status rankConfig(strata_comm_t* comm, int nranks, const strata_unique_id_t& id,
 }
 
 // A strata_config_t's fields, checked (config NULL: nothing set).
+// The config's device, else the calling thread's current one (NCCL's rule).
+Status deviceOf(const strata_config_t* config, int* out) {
+  *out = gpu::currentDevice();
+  if (!config || config->size < offsetof(strata_config_t, device) + sizeof(config->device) ||
+      config->device == STRATA_DEVICE_CURRENT)
+    return Status::ok();
+  const gpu::RuntimeInfo& cuda = gpu::runtime();
+  const int count = static_cast<int>(cuda.devices.size());
+  if (config->device < 0 || (cuda.usable && config->device >= count))
+    return STRATA_INVALID_ARG("config->device=%d must be a CUDA device of this process (%d found) or "
+                              "STRATA_DEVICE_CURRENT (%d)",
+                              config->device, cuda.usable ? count : 0, STRATA_DEVICE_CURRENT);
+  *out = config->device;
+  return Status::ok();
+}
+
+// Resolved on the calling thread: a non-blocking init runs on another.
 Status overridesOf(const strata_config_t* config, CommOverrides* out) {
+  STRATA_CHECK(deviceOf(config, &out->device));
   if (!config) return Status::ok();
   if (config->size < offsetof(strata_config_t, timeout_seconds) + sizeof(config->timeout_seconds))
     return STRATA_INVALID_ARG("config->size=%zu is too small for a strata_config_t (start from "
@@ -159,7 +178,9 @@ Status initEnv(strata_comm_t* comm) {
   if (!comm) return STRATA_INVALID_ARG("comm (the output pointer) is NULL");
   boot::BootstrapConfig config;
   STRATA_CHECK(launch::envJobConfig(&config));
-  return initComm(comm, config);
+  CommOverrides overrides;
+  STRATA_CHECK(overridesOf(nullptr, &overrides));
+  return initComm(comm, config, overrides);
 }
 
 // A launcher variable that, when set, must agree with what PMIx says.
@@ -207,6 +228,7 @@ strata_config_t inheritedConfig(const Comm& parent) {
   config.reproducible = given.reproducible;
   config.algorithm = given.algo.empty() ? nullptr : given.algo.c_str();
   config.nchannels = given.nchannels;
+  config.device = given.device;
   return config;
 }
 
@@ -289,7 +311,7 @@ STRATA_API const char* strata_comm_last_error(strata_comm_t comm) {
 STRATA_API strata_result_t strata_get_transports(char* names, size_t len) try {
   if (!names || len == 0) return finish(STRATA_INVALID_ARG("names is NULL or len is 0"));
   api::reloadSettings();
-  topo::HostInfo self = topo::probeHost();
+  topo::HostInfo self = topo::probeHost(gpu::currentDevice());
   std::string list;
   for (const auto& t : makeTransports(&self)) list += (list.empty() ? "" : " ") + std::string(t->name());
   if (list.size() >= len) return finish(STRATA_INVALID_ARG("len %zu is too small for \"%s\"", len, list.c_str()));
@@ -373,6 +395,15 @@ STRATA_API strata_result_t strata_comm_abort(strata_comm_t comm) try {
                   comm);
   }
   api::releaseComm(comm);
+  return STRATA_SUCCESS;
+} STRATA_CATCH_ESCAPES
+
+STRATA_API strata_result_t strata_comm_device(strata_comm_t comm, int* device) try {
+  if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  if (!device) return finish(STRATA_INVALID_ARG("device (the output pointer) is NULL"), comm);
+  Status s = api::ready(comm);
+  if (!s.isOk()) return finish(s, comm);
+  *device = comm->impl->overrides().device;
   return STRATA_SUCCESS;
 } STRATA_CATCH_ESCAPES
 

@@ -80,9 +80,10 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
   nranks_ = bootConfig.nranks;
   log::setThreadRank(rank_);
   overrides_ = overrides;
+  device_ = overrides.device;
   STRATA_CHECK(CommConfig::fromParams(overrides_, &config_));
 
-  topo::HostInfo self = topo::probeHost();
+  topo::HostInfo self = topo::probeHost(overrides.device);
   transports_ = makeTransports(&self);
   STRATA_CHECK(boot::Bootstrap::create(bootConfig, self, &bootstrap_));
   if (params::check() != 0) compareFingerprints();
@@ -429,6 +430,9 @@ Status Comm::decideDevice(const topo::HostInfo& self) {
 
 Status Comm::connectDevice() {
   deviceTried_ = true;
+  // What connecting allocates, maps and loads belongs to the communicator's
+  // GPU, whichever device the calling thread has current.
+  gpu::DeviceScope onGpu(device_);
   const auto& hosts = bootstrap_->hosts();
   std::unique_ptr<Transport> transport = makeCudaTransport();
   topo::HostInfo self = hosts[rank_];
@@ -468,7 +472,6 @@ Status Comm::connectDevice() {
   // Ring and chain plans only: a direct plan's fold of more than two
   // ranks goes through a host scratch buffer.
   STRATA_CHECK(Tuning::create("ring", config_.oneshotBytes, config_.cost, deviceShape_, false, &deviceTuning_));
-  device_ = gpu::currentDevice();
   for (int ch = 0; ch < shape_.nchannels; ++ch) {
     // Read only by whoever drives a device operation, which is queued after
     // this (the channel's queue orders it): the progress threads may run.
@@ -670,12 +673,9 @@ bool Comm::onDevice(const streams::PartSpec& part, const streams::PreMul& premul
   // Reproducible mode stages through host memory: on device memory, plans
   // beyond two ranks are rings and chains (deviceTuning_), not rank-order folds.
   if (!deviceWanted_ || premul.set || part.in.bytes + part.out.bytes == 0 || config_.reproducible) return false;
-  // Until the first such call connects, the device is the one connecting
-  // will adopt: the caller's current one.
-  const int device = deviceTried_ ? device_ : gpu::currentDevice();
   auto reached = [&](const streams::UserBuffer& b) {
     return b.bytes == 0 || b.kind == gpu::MemKind::Managed || b.kind == gpu::MemKind::PinnedHost ||
-           (b.kind == gpu::MemKind::Device && b.device == device);
+           (b.kind == gpu::MemKind::Device && b.device == device_);
   };
   return reached(part.in) && reached(part.out);
 }

@@ -291,7 +291,7 @@ class Comm final : public FailureSink {
   Connections deviceConnections_;
   PlanShape deviceShape_{};
   Tuning deviceTuning_;
-  int device_ = -1;  // the CUDA device its streams run on
+  int device_ = -1;  // its CUDA device, fixed at creation (CommOverrides::device)
   // Fails the communicator when a thread stays inside a CUDA call past the
   // timeout (stuck_watch.h); made with the cuda transport's connectors.
   std::unique_ptr<StuckWatch> deviceWatch_;

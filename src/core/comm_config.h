@@ -19,6 +19,10 @@ struct CommOverrides {
   int reproducible = 0;  // 1 on, -1 off
   std::string algo;      // empty: STRATA_ALGO
   int nchannels = 0;     // 0: STRATA_NCHANNELS
+  // The rank's CUDA device, resolved on the creating thread (the config's,
+  // else that thread's current one) before a non-blocking init hands the
+  // work to a thread whose current device would be 0; -1: none.
+  int device = -1;
 };
 
 struct CommConfig {

@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
   std::printf("strata %d.%d.%d\n", STRATA_VERSION_MAJOR, STRATA_VERSION_MINOR, STRATA_VERSION_PATCH);
   std::printf("reduction kernels: %s\n", strata::kernels::isaName(strata::kernels::selectedIsa()));
   std::printf("transports:");
-  strata::topo::HostInfo self = strata::topo::probeHost();
+  strata::topo::HostInfo self = strata::topo::probeHost(strata::gpu::currentDevice());
   for (const auto& t : strata::makeTransports(&self)) std::printf(" %s", t->name());
   if (self.rdma[0]) std::printf(" (ib on %s)", self.rdma);
   std::printf("\n");

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_seam.h"
 #include "describe.h"
 #include "gpu_path.h"
 #include "gpus.h"
@@ -145,7 +146,7 @@ int main(int argc, char** argv) {
                  "rank 0 prints the whole job\n", argv[0]);
     return 2;
   }
-  HostInfo self = strata::topo::probeHost();
+  HostInfo self = strata::topo::probeHost(strata::gpu::currentDevice());
   const auto transports = strata::makeTransports(&self);
   // The launchers strata_comm_init_world recognizes.
   if (!strata::launch::launchedByPmix() && !std::getenv("RANK") && !std::getenv("WORLD_SIZE")) {

@@ -86,7 +86,36 @@ TEST(Api, InitRejectsBadArguments) {
     EXPECT_EQ(strata_comm_init_rank_config(&comm, 2, id, 0, &config), STRATA_ERR_INVALID_ARGUMENT) << bad;
     EXPECT_TRUE(mentions(strata_last_error(), "config->timeout_seconds")) << strata_last_error();
   }
+  config = STRATA_CONFIG_INITIALIZER;
+  config.device = -2;
+  EXPECT_EQ(strata_comm_init_rank_config(&comm, 2, id, 0, &config), STRATA_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(strata_last_error(), "config->device=-2")) << strata_last_error();
   EXPECT_EQ(comm, nullptr);
+}
+
+// A communicator's CUDA device is fixed when it is created: the config's,
+// carried through a non-blocking init (whose thread has a current device of
+// its own) and into a dup; STRATA_DEVICE_CURRENT takes the creating
+// thread's, -1 here where no GPU is usable. Device 0 exists wherever a GPU
+// does, and is kept as given where none is.
+TEST(Api, TheDeviceIsFixedAtCreation) {
+  expectAllPassed(runRanks(2, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    strata_config_t config = STRATA_CONFIG_INITIALIZER;
+    config.device = 0;
+    strata_comm_t comm = nullptr, dup = nullptr;
+    if (!rep.ok(strata_comm_init_rank_config_nonblocking(&comm, nranks, id, rank, &config), nullptr, "init")) return;
+    int device = -7;
+    if (!rep.ok(strata_comm_device(comm, &device), comm, "strata_comm_device")) return;
+    if (device != 0) rep.fail("non-blocking init with config.device=0: strata_comm_device says %d", device);
+    if (!rep.ok(strata_comm_dup(comm, &dup), comm, "dup")) return;
+    device = -7;
+    if (rep.ok(strata_comm_device(dup, &device), dup, "strata_comm_device") && device != 0)
+      rep.fail("the dup of a communicator on device 0 is on device %d", device);
+    if (strata_comm_device(dup, nullptr) != STRATA_ERR_INVALID_ARGUMENT || !mentions(strata_last_error(), "device"))
+      rep.fail("a NULL output pointer: '%s'", strata_last_error());
+    rep.ok(strata_comm_destroy(dup), nullptr, "destroy dup");
+    rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
+  }));
 }
 
 // A world too large to allocate for is refused before the bootstrap sizes its

@@ -125,7 +125,9 @@ TEST_F(DeviceKernels, UnalignedChunksAndShortCountsGiveTheHostKernelsBits) {
 // (scripts/gpu-triage.sh runs it so).
 TEST_F(DeviceKernels, AReductionRunsWhileAnotherStreamWaitsForTheHost) {
   const bool preloaded = std::getenv("STRATA_TEST_SKIP_PRELOAD") == nullptr;
-  if (preloaded) ASSERT_EQ(device::preload(), 0);
+  if (preloaded) {
+    ASSERT_EQ(device::preload(), 0);
+  }
   const std::vector<float> a(kCount, 1.5f), b(kCount, -4.0f);
   ASSERT_EQ(cudaMemcpy(a_, a.data(), kCount * 4, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(b_, b.data(), kCount * 4, cudaMemcpyHostToDevice), cudaSuccess);

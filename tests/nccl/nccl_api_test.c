@@ -490,7 +490,8 @@ int runRank(int rank, ncclUniqueId id, const ncclUniqueId* scalableIds) {
   NCCL_OK(ncclCommUserRank(comm, &r), comm);
   NCCL_OK(ncclCommCuDevice(comm, &dev), comm);
   NCCL_OK(ncclGetVersion(&version), comm);
-  CHECK(n == NRANKS && r == rank && dev == -1 && version == NCCL_VERSION_CODE,
+  /* The device current at init: none (-1) without a usable GPU, else 0 (this test sets none). */
+  CHECK(n == NRANKS && r == rank && (dev == -1 || dev == 0) && version == NCCL_VERSION_CODE,
         "queries: count %d rank %d device %d version %d", n, r, dev, version);
   /* The profiling names are the same functions. */
   int pn = 0;
@@ -731,10 +732,20 @@ int main(void) {
     failed = 1;
 
   /* One process, three communicators from ncclCommInitAll, driven together
-   * in one group (as with one thread driving several GPUs). */
+   * in one group (as with one thread driving several GPUs). Each is on its
+   * entry of the device list, here the one device every GPU machine has
+   * (a device may appear more than once, unlike in NCCL). */
   ncclComm_t comms[3];
   float bufs[3][257];
-  NCCL_OK(ncclCommInitAll(comms, 3, NULL), NULL);
+  const int devlist[3] = {0, 0, 0}, badlist[3] = {0, -1, 0};
+  CHECK(ncclCommInitAll(comms, 3, badlist) == ncclInvalidArgument && strstr(ncclGetLastError(NULL), "devlist[1]=-1"),
+        "ncclCommInitAll with a negative device: '%s'", ncclGetLastError(NULL));
+  NCCL_OK(ncclCommInitAll(comms, 3, devlist), NULL);
+  for (int c = 0; c < 3; ++c) {
+    int dev = -7;
+    NCCL_OK(ncclCommCuDevice(comms[c], &dev), comms[c]);
+    CHECK(dev == 0, "ncclCommInitAll's comm %d is on device %d, its devlist entry is 0", c, dev);
+  }
   for (int c = 0; c < 3; ++c)
     for (int i = 0; i < 257; ++i) bufs[c][i] = (float)(c * 1000 + i);
   NCCL_OK(ncclGroupStart(), NULL);

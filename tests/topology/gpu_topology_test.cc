@@ -176,7 +176,7 @@ TEST_F(GpuTopology, TheRanksGpuFromTheVariable) {
   unsetenv("STRATA_TOPO_GPU");
   params::reload();
   ::testing::internal::CaptureStderr();
-  const std::string natural = gpuKey(probeHost());
+  const std::string natural = gpuKey(probeHost(-1));
   EXPECT_EQ(natural, "") << "in an injected topology a rank has no GPU unless STRATA_TOPO_GPU names one";
   ::testing::internal::GetCapturedStderr();
   const std::pair<const char*, std::string> cases[] = {
@@ -184,12 +184,12 @@ TEST_F(GpuTopology, TheRanksGpuFromTheVariable) {
       {"00000000:04:00.0", kBusIds[1]}, {"0000:0a:00.0", "0000:0a:00.0"}};
   for (const auto& [value, want] : cases) {
     set("STRATA_TOPO_GPU", value);
-    EXPECT_EQ(gpuKey(probeHost()), want) << value;
+    EXPECT_EQ(gpuKey(probeHost(-1)), want) << value;
   }
   for (const char* bad : {"7", "-1", "gpu0"}) {
     set("STRATA_TOPO_GPU", bad);
     ::testing::internal::CaptureStderr();
-    const std::string got = gpuKey(probeHost());
+    const std::string got = gpuKey(probeHost(-1));
     const std::string err = ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(got, natural) << bad;
     EXPECT_NE(err.find("STRATA_TOPO_GPU='" + std::string(bad) + "'"), std::string::npos) << err;

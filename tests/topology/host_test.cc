@@ -26,7 +26,7 @@ TEST(Host, MaskMatchesTheKernel) {
   cpu_set_t set;
   CPU_ZERO(&set);
   ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
-  HostInfo self = probeHost();
+  HostInfo self = probeHost(-1);
   EXPECT_EQ(self.cpusAllowed, CPU_COUNT(&set));
   for (int c = 0; c < kCpuMaskWords * 64; ++c)
     EXPECT_EQ((self.cpuMask[c / 64] >> (c % 64)) & 1, CPU_ISSET(c, &set) ? 1u : 0u) << "core " << c;
@@ -56,7 +56,7 @@ TEST(Host, HostsOfOneMachineShareItsCores) {
   ASSERT_EQ(shares.size(), 1u);
   EXPECT_EQ(shares.at("m").ranks, 4);
   EXPECT_EQ(shares.at("m").cores, 2);
-  HostInfo self = probeHost();
+  HostInfo self = probeHost(-1);
   EXPECT_NE(machineKey(self).find(self.hostname), std::string::npos) << machineKey(self);
 }
 
@@ -72,7 +72,7 @@ TEST(Host, WireStringsAreTerminated) {
   EXPECT_EQ(strnlen(forged.nic, sizeof(forged.nic)), sizeof(forged.nic) - 1);
   EXPECT_EQ(strnlen(forged.rdma, sizeof(forged.rdma)), sizeof(forged.rdma) - 1);
 
-  HostInfo honest = probeHost();
+  HostInfo honest = probeHost(-1);
   HostInfo copy = honest;
   sanitizeWire(&copy);
   EXPECT_EQ(std::memcmp(&copy, &honest, sizeof(copy)), 0) << "an honest HostInfo is left as it is";

@@ -129,7 +129,7 @@ TEST_F(Probe, RealMachineAgreesWithTheKernel) {
   }
 
   // probeHost carries the same placement.
-  HostInfo self = probeHost();
+  HostInfo self = probeHost(-1);
   EXPECT_EQ(self.package, at.package);
   EXPECT_EQ(self.numaNode, at.numa);
   EXPECT_EQ(self.packages, m.packages);
@@ -152,7 +152,7 @@ TEST_F(Probe, SyntheticTopologyWithTopoCpus) {
   EXPECT_EQ(p.placement.package, 1);
   EXPECT_EQ(p.placement.numa, 1);
 
-  HostInfo self = probeHost();
+  HostInfo self = probeHost(-1);
   EXPECT_EQ(self.package, 1);
   EXPECT_EQ(self.packages, 2);
   EXPECT_EQ(self.cores, 4);

@@ -31,7 +31,7 @@ std::unique_ptr<PairEnd> PairEnd::connect(const std::string& transport, std::uni
   std::unique_ptr<PairEnd> end(new PairEnd(std::move(oob), options));
   const int me = end->rank();
   const int peer = end->peer();
-  topo::HostInfo self = topo::probeHost();
+  topo::HostInfo self = topo::probeHost(gpu::currentDevice());
   end->transports_ = makeTransports(&self);
   // Not among makeTransports() (its slots are GPU memory): built on request.
   if (transport == "cuda") {
