@@ -23,6 +23,12 @@ constexpr uint64_t kSegmentSalt = 0x6375646100000000ull;  // "cuda"
 // The self-test writes this many bytes at the start of every FIFO's slots.
 constexpr size_t kProbeBytes = 64;
 
+// How long a rank's teardown waits for its local peers in other processes
+// to close their mappings of its slots before leaving the free to a later
+// sweep: ranks are destroyed alongside, and this bounds a rank destroyed
+// well before the others.
+constexpr double kUnmapWaitSeconds = 1;
+
 // What each rank tells every other at connect.
 struct Offer {
   gpu::IpcHandle slots;  // its region of incoming slots
@@ -59,6 +65,15 @@ size_t senderAt(const std::vector<int>& group, int receiver, int sender) {
   return static_cast<size_t>(indexIn(group, sender) - (sender > receiver ? 1 : 0));
 }
 
+// A rank's segment: the controls of its incoming FIFOs (`fifoHost` bytes
+// each, channel-major), then one MappingWord per local sender.
+size_t segmentBytes(size_t fifoHost, int nchannels, size_t senders) {
+  return fifoHost * nchannels * senders + sizeof(MappingWord) * senders;
+}
+MappingWord* mappingWord(char* base, size_t fifoHost, int nchannels, size_t senders, size_t sender) {
+  return reinterpret_cast<MappingWord*>(base + fifoHost * nchannels * senders) + sender;
+}
+
 std::string hex(const unsigned char* b, size_t n) {
   std::string s;
   char two[3];
@@ -75,20 +90,31 @@ CudaTransport::~CudaTransport() {
   // Every stream finishes (its counter stores reach the segments) before
   // the memory it writes is unregistered or unmapped, even if a connector
   // still holds it; memory a stream that never finished may still write
-  // stays as it is (leaked).
+  // stays as it is (leaked), and so do this rank's slots, which its peers
+  // then wait for until this process is gone.
   bool finished = true;
   for (auto& cs : streams_) finished &= cs->finish();
   streams_.clear();
-  if (!finished) return;
-  for (Mapped& p : peers_) {
-    gpu::ipcClose(p.slots);
-    if (p.registered) gpu::unregisterHost(p.segment->base());
+  if (finished) {
+    // The peers' slots first: a peer frees its own once this rank has
+    // closed them, so two ranks never wait for each other.
+    for (Mapped& p : peers_) {
+      gpu::ipcClose(p.slots);
+      if (p.word) p.word->state.store(kClosed, std::memory_order_release);
+      if (p.registered) gpu::unregisterHost(p.segment->base());
+    }
+    if (own_->base() || region_) {
+      DeferredFree item{importerWords_, importers_, [own = own_, registered = ownRegistered_, region = region_] {
+                          if (registered) gpu::unregisterHost(own->base());
+                          Status s = gpu::freeDevice(region);
+                          if (!s.isOk()) STRATA_WARN(NET, "freeing the cuda transport's slots: %s", s.message().c_str());
+                        }};
+      // A sender that is a thread of this process is destroyed by it, later
+      // perhaps (one thread destroying its ranks in turn), and sweeps then.
+      freeWhenUnmapped(std::move(item), importerInProcess_ ? 0 : kUnmapWaitSeconds);
+    }
   }
-  if (ownRegistered_) gpu::unregisterHost(own_.base());
-  if (region_) {
-    Status s = gpu::freeDevice(region_);
-    if (!s.isOk()) STRATA_WARN(NET, "freeing the cuda transport's slots: %s", s.message().c_str());
-  }
+  sweepDeferredFrees();
 }
 
 void CudaTransport::describeSelf(topo::HostInfo* self) {
@@ -115,16 +141,31 @@ Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
   const uint64_t tag = req.commTag ^ kSegmentSalt;
   const double deadline = nowSeconds() + params::timeout();
 
+  // Slots earlier communicators could not free at their teardown.
+  sweepDeferredFrees();
+  std::vector<std::shared_ptr<PeerWatch>> watches(nranks);
+  for (int peer : req.peers)
+    watches[peer] =
+        std::make_shared<PeerWatch>(peer, hosts[peer].pid, hosts[peer].pidNamespace == hosts[me].pidNamespace);
+
   // 1. This rank's incoming FIFOs: controls in a shared segment, slots on its GPU.
   Offer mine{};
   if (!req.peers.empty()) {
     shm::sweepOrphans(hosts[me].pidNamespace);
-    const size_t hostBytes = fifoHost * req.nchannels * senders;
+    const size_t hostBytes = segmentBytes(fifoHost, req.nchannels, senders);
     char sizing[160];
     std::snprintf(sizing, sizeof(sizing), "%d channel(s) x %zu local peers x %zu bytes of FIFO control",
                   req.nchannels, senders, fifoHost);
-    Status s = own_.create(shm::segmentName(tag, me, hosts[me].pid, hosts[me].pidNamespace), hostBytes, sizing);
-    if (s.isOk()) s = gpu::registerHost(own_.base(), hostBytes);
+    Status s = own_->create(shm::segmentName(tag, me, hosts[me].pid, hosts[me].pidNamespace), hostBytes, sizing);
+    if (s.isOk()) {
+      for (int peer : group) {
+        if (peer == me || !watches[peer]) continue;
+        importerWords_.push_back(mappingWord(own_->base(), fifoHost, req.nchannels, senders, senderAt(group, me, peer)));
+        importers_.push_back(watches[peer]);
+        importerInProcess_ |= hosts[peer].pid == hosts[me].pid && hosts[peer].pidNamespace == hosts[me].pidNamespace;
+      }
+      s = gpu::registerHost(own_->base(), hostBytes);
+    }
     ownRegistered_ = s.isOk();
     if (s.isOk()) s = gpu::allocDevice(fifoSlots * req.nchannels * senders, &region_);
     if (s.isOk()) s = gpu::ipcExport(region_, &mine.slots);
@@ -149,13 +190,19 @@ Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
   for (int peer : req.peers) {
     if (!failure.empty()) break;
     Mapped& p = peers_[peer];
-    const size_t peerHostBytes = fifoHost * req.nchannels * (hostGroup(hosts, peer).size() - 1);
+    const std::vector<int> peerGroup = hostGroup(hosts, peer);
+    const size_t peerSenders = peerGroup.size() - 1;
+    const size_t peerHostBytes = segmentBytes(fifoHost, req.nchannels, peerSenders);
     p.segment = std::make_unique<shm::Segment>();
     Status s = p.segment->open(shm::segmentName(tag, peer, hosts[peer].pid, hosts[peer].pidNamespace), peerHostBytes,
                                deadline);
     if (s.isOk()) s = gpu::registerHost(p.segment->base(), peerHostBytes);
     p.registered = s.isOk();
     if (s.isOk()) s = gpu::ipcOpen(offers[peer].slots, &p.slots);
+    if (s.isOk()) {
+      p.word = mappingWord(p.segment->base(), fifoHost, req.nchannels, peerSenders, senderAt(peerGroup, peer, me));
+      p.word->state.store(kMapped, std::memory_order_release);
+    }
     if (!s.isOk())
       failure = "rank " + std::to_string(me) + " cannot map rank " + std::to_string(peer) + "'s FIFOs: " + s.message();
   }
@@ -227,21 +274,21 @@ Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
   // 4. The connectors.
   for (int peer : req.peers) {
     const std::vector<int> peerGroup = hostGroup(hosts, peer);
-    auto watch = std::make_shared<PeerWatch>(peer, hosts[peer].pid, hosts[peer].pidNamespace == hosts[me].pidNamespace);
+    const std::shared_ptr<PeerWatch>& watch = watches[peer];
     for (int ch = 0; ch < req.nchannels; ++ch) {
       const size_t sendAt = ch * (peerGroup.size() - 1) + senderAt(peerGroup, peer, me);
       const size_t recvAt = ch * senders + senderAt(group, me, peer);
       out.send[ch][peer] = std::make_unique<CudaSendConnector>(
           peers_[peer].segment->base() + fifoHost * sendAt, static_cast<char*>(peers_[peer].slots) + fifoSlots * sendAt,
           slotBytes, req.nslots, watch, streams_[ch]);
-      out.recv[ch][peer] = std::make_unique<CudaRecvConnector>(own_.base() + fifoHost * recvAt,
+      out.recv[ch][peer] = std::make_unique<CudaRecvConnector>(own_->base() + fifoHost * recvAt,
                                                                static_cast<char*>(region_) + fifoSlots * recvAt,
                                                                slotBytes, req.nslots, watch, streams_[ch]);
     }
   }
   // Once every peer has mapped this rank's segment its name can go.
   STRATA_CHECK(req.oob->barrier());
-  if (!req.peers.empty()) own_.unlink();
+  if (!req.peers.empty()) own_->unlink();
   STRATA_INFO(NET, "cuda: %zu peer(s) x %d channel(s), %d slots of %zu bytes each on this GPU", req.peers.size(),
               req.nchannels, req.nslots, slotBytes);
   return Status::ok();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cuda_connector.h"
+#include "deferred_free.h"
 #include "hwloc_probe.h"
 #include "shm_segment.h"
 #include "stream_lane.h"
@@ -35,12 +36,18 @@ class CudaTransport final : public Transport {
     void* slots = nullptr;
     std::unique_ptr<shm::Segment> segment;
     bool registered = false;
+    MappingWord* word = nullptr;  // this rank's, in the peer's segment, once its slots are mapped
   };
 
   topo::Machine machine_;  // this host's, for canConnect
-  shm::Segment own_;       // this rank's FIFO controls and headers
+  // This rank's FIFO controls and headers, then its importers' MappingWords;
+  // shared with the release that may outlive this object (deferred_free.h).
+  std::shared_ptr<shm::Segment> own_ = std::make_shared<shm::Segment>();
   bool ownRegistered_ = false;
   void* region_ = nullptr;  // this rank's incoming slots, on its GPU
+  std::vector<MappingWord*> importerWords_;                   // in own_, one per local sender
+  std::vector<std::shared_ptr<PeerWatch>> importers_;         // the same senders
+  bool importerInProcess_ = false;                            // a sender is a thread of this process
   std::vector<Mapped> peers_;
   std::vector<std::shared_ptr<ChannelStream>> streams_;  // one per channel
 };
