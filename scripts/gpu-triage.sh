@@ -23,6 +23,9 @@
 #                                CUDA_DEVICE_MAX_CONNECTIONS=32: which one
 #                                passes says which cause it was
 #   nccl_stream_4                4 ranks GPU to GPU
+#   nccl_one_process(_staged)    2 ranks that are communicators of one
+#                                process (ncclCommInitAll), staged after
+#                                nccl_stream_staged, GPU to GPU last
 #   strata-gpu-allreduce, strata-gpu-kernels
 #                                measured only where nccl_stream passed
 # STRATA_TIMEOUT is 20 s in every test, below the cap: a wait on the host
@@ -108,6 +111,8 @@ test_ "transport_cuda" transport_cuda
 [ "$status" -eq 0 ] || failed=1
 test_ "nccl_stream_staged" nccl_stream_staged
 [ "$status" -eq 0 ] || failed=1
+test_ "nccl_one_process_staged" nccl_one_process_staged
+[ "$status" -eq 0 ] || failed=1
 test_ "nccl_stream" nccl_stream
 streamOk=$status
 [ "$status" -eq 0 ] || failed=1
@@ -116,6 +121,8 @@ test_ "nccl_stream, CUDA_MODULE_LOADING=EAGER" nccl_stream CUDA_MODULE_LOADING=E
 test_ "nccl_stream, CUDA_DEVICE_MAX_CONNECTIONS=32" nccl_stream CUDA_DEVICE_MAX_CONNECTIONS=32
 [ "$status" -eq 0 ] || failed=1
 test_ "nccl_stream_4" nccl_stream_4
+[ "$status" -eq 0 ] || failed=1
+test_ "nccl_one_process" nccl_one_process
 [ "$status" -eq 0 ] || failed=1
 
 # The measures, where GPU to GPU works: busbw of 2 ranks' 256 MiB allreduce

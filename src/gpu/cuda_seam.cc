@@ -9,11 +9,13 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "log.h"
@@ -216,6 +218,20 @@ class CudaLane final : public StreamLane {
   char name_[40];
 };
 
+// CUDA refuses to open a handle in the process that exported it, and ranks
+// that are threads of one process trade handles like any others: this
+// process's exports, and how often each was "opened" here, which only hands
+// the pointer back.
+struct OwnExports {
+  std::mutex mutex;
+  std::vector<std::pair<IpcHandle, void*>> exported;
+  std::vector<void*> opened;  // once per open of one of them
+};
+OwnExports& ownExports() {
+  static auto* own = new OwnExports;  // never destroyed: threads may use it at exit
+  return *own;
+}
+
 }  // namespace
 
 const RuntimeInfo& runtime() {
@@ -369,6 +385,14 @@ Status allocDevice(size_t bytes, void** out) {
 Status freeDevice(void* ptr) {
   if (ptr == nullptr) return Status::ok();
   if (!runtime().usable) return notUsable("freeing GPU memory");
+  {
+    // Its handle, if it was exported, names nothing from here on.
+    OwnExports& own = ownExports();
+    std::lock_guard<std::mutex> lock(own.mutex);
+    own.exported.erase(std::remove_if(own.exported.begin(), own.exported.end(),
+                                      [ptr](const auto& e) { return e.second == ptr; }),
+                       own.exported.end());
+  }
   cudaError_t err = cudaFree(ptr);
   if (err == cudaSuccess) return Status::ok();
   cudaGetLastError();
@@ -377,6 +401,29 @@ Status freeDevice(void* ptr) {
 }
 
 static_assert(sizeof(IpcHandle) == sizeof(cudaIpcMemHandle_t));
+
+namespace {
+
+// Lets the current device reach `ptr`'s device, as cudaIpcMemLazyEnablePeerAccess does for a peer's handle.
+Status reachFromCurrent(void* ptr) {
+  cudaPointerAttributes attrs{};
+  int current = -1, can = 0;
+  cudaError_t err = cudaPointerGetAttributes(&attrs, ptr);
+  if (err == cudaSuccess) err = cudaGetDevice(&current);
+  if (err == cudaSuccess && attrs.device != current) err = cudaDeviceCanAccessPeer(&can, current, attrs.device);
+  if (err == cudaSuccess && attrs.device != current && !can)
+    return makeErrorQuiet(STRATA_ERR_CUDA, "CUDA device %d cannot reach device %d's memory (no peer access)", current,
+                          attrs.device);
+  if (err == cudaSuccess && attrs.device != current) {
+    err = cudaDeviceEnablePeerAccess(attrs.device, 0);
+    if (err == cudaErrorPeerAccessAlreadyEnabled) err = cudaSuccess;
+  }
+  if (err == cudaSuccess) return Status::ok();
+  cudaGetLastError();
+  return makeErrorQuiet(STRATA_ERR_CUDA, "reaching another rank's memory in this process: %s", errorText(err).c_str());
+}
+
+}  // namespace
 
 Status ipcExport(void* devicePtr, IpcHandle* out) {
   if (!runtime().usable) return notUsable("sharing GPU memory");
@@ -387,11 +434,25 @@ Status ipcExport(void* devicePtr, IpcHandle* out) {
     return STRATA_ERROR(STRATA_ERR_CUDA, "cudaIpcGetMemHandle(%p): %s", devicePtr, errorText(err).c_str());
   }
   std::memcpy(out->bytes, &handle, sizeof(handle));
+  OwnExports& own = ownExports();
+  std::lock_guard<std::mutex> lock(own.mutex);
+  own.exported.emplace_back(*out, devicePtr);
   return Status::ok();
 }
 
 Status ipcOpen(const IpcHandle& handle, void** out) {
   if (!runtime().usable) return notUsable("mapping a peer's GPU memory");
+  {
+    OwnExports& own = ownExports();
+    std::lock_guard<std::mutex> lock(own.mutex);
+    for (const auto& [exported, ptr] : own.exported) {
+      if (std::memcmp(exported.bytes, handle.bytes, sizeof(handle.bytes)) != 0) continue;
+      STRATA_CHECK(reachFromCurrent(ptr));
+      own.opened.push_back(ptr);
+      *out = ptr;
+      return Status::ok();
+    }
+  }
   cudaIpcMemHandle_t h;
   std::memcpy(&h, handle.bytes, sizeof(h));
   cudaError_t err = cudaIpcOpenMemHandle(out, h, cudaIpcMemLazyEnablePeerAccess);
@@ -402,6 +463,15 @@ Status ipcOpen(const IpcHandle& handle, void** out) {
 
 void ipcClose(void* ptr) {
   if (!ptr) return;
+  {
+    OwnExports& own = ownExports();
+    std::lock_guard<std::mutex> lock(own.mutex);
+    auto it = std::find(own.opened.begin(), own.opened.end(), ptr);
+    if (it != own.opened.end()) {
+      own.opened.erase(it);
+      return;
+    }
+  }
   cudaError_t err = cudaIpcCloseMemHandle(ptr);
   if (err != cudaSuccess) {
     cudaGetLastError();

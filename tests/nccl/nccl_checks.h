@@ -37,7 +37,7 @@ static int me = -1;
 /* Runs body(rank, arg) in nranks forked processes, each ended by SIGALRM
  * after `seconds` (a hang fails the test); returns 0 if every rank exited
  * with 0, else 1 after naming the ranks that did not. */
-static int runRanks(int nranks, int (*body)(int rank, void* arg), void* arg, unsigned seconds) {
+__attribute__((unused)) static int runRanks(int nranks, int (*body)(int rank, void* arg), void* arg, unsigned seconds) {
   pid_t pids[64];
   if (nranks > 64) return 1;
   fflush(stdout);
