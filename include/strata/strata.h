@@ -141,8 +141,10 @@ typedef struct {
    * created, as NCCL takes it, also for a non-blocking init, whose work runs
    * on a thread of its own. A device this process's CUDA does not have gets
    * STRATA_ERR_INVALID_ARGUMENT; where no GPU is usable any index is kept,
-   * and means nothing. A split or dup keeps its parent's. */
-  int device;
+   * and means nothing. A split or dup keeps its parent's. (64 bits wide so
+   * that it lies past the end of the struct before it, whose `size` then
+   * says it is absent.) */
+  int64_t device;
 } strata_config_t;
 #define STRATA_DEVICE_CURRENT (-1)
 #define STRATA_CONFIG_INITIALIZER {sizeof(strata_config_t), 0.0, 0, NULL, 0, STRATA_DEVICE_CURRENT}
@@ -281,7 +283,8 @@ STRATA_API strata_result_t strata_comm_check(strata_comm_t comm, char* report, s
 STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank);
 STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size);
 /* The CUDA device comm was created for (strata_config_t's `device`); -1 when
- * it was created on a thread without one (no usable GPU). */
+ * it was created on a thread without one (no usable GPU). Answers at once,
+ * also while a non-blocking init is still running. */
 STRATA_API strata_result_t strata_comm_device(strata_comm_t comm, int* device);
 
 /* *reproducible = 1 when comm runs in reproducible mode (STRATA_REPRODUCIBLE=1,
@@ -455,9 +458,11 @@ STRATA_API strata_result_t strata_ibarrier(strata_comm_t comm, strata_request_t*
  * undefined, and the error is reported by strata_comm_get_async_error on
  * every rank. Streams being captured into a CUDA graph are refused
  * (STRATA_ERR_INVALID_USAGE). Without a usable GPU a non-NULL stream gets
- * STRATA_ERR_CUDA with CUDA's reason. Any device may be current when a call
- * is made: the communicator's own GPU work runs on its device
- * (strata_config_t's `device`, strata_comm_device).
+ * STRATA_ERR_CUDA with CUDA's reason. The communicator's own GPU work (its
+ * GPU-to-GPU copies and kernels) runs on its device (strata_config_t's
+ * `device`, strata_comm_device) whichever device is current; where the
+ * driver lacks stream memory operations a call also launches a small kernel
+ * on `stream`, which needs that stream's device current, as any launch does.
  *
  * Inside strata_group_start/end they are issued at the outermost group end,
  * which waits for the group's host-ordered calls only; one group's

@@ -57,7 +57,7 @@ namespace {
 Status initComm(strata_comm_t* out, const boot::BootstrapConfig& config, const CommOverrides& overrides) {
   std::unique_ptr<Comm> impl;
   STRATA_CHECK(Comm::create(config, overrides, &impl));
-  auto* comm = new strata_comm{std::move(impl)};
+  auto* comm = new strata_comm{std::move(impl), overrides.device};
   if (params::check() != 0) {
     std::string report;
     int findings = 0;
@@ -96,11 +96,11 @@ Status deviceOf(const strata_config_t* config, int* out) {
     return Status::ok();
   const gpu::RuntimeInfo& cuda = gpu::runtime();
   const int count = static_cast<int>(cuda.devices.size());
-  if (config->device < 0 || (cuda.usable && config->device >= count))
-    return STRATA_INVALID_ARG("config->device=%d must be a CUDA device of this process (%d found) or "
+  if (config->device < 0 || config->device > INT_MAX || (cuda.usable && config->device >= count))
+    return STRATA_INVALID_ARG("config->device=%lld must be a CUDA device of this process (%d found) or "
                               "STRATA_DEVICE_CURRENT (%d)",
-                              config->device, cuda.usable ? count : 0, STRATA_DEVICE_CURRENT);
-  *out = config->device;
+                              static_cast<long long>(config->device), cuda.usable ? count : 0, STRATA_DEVICE_CURRENT);
+  *out = static_cast<int>(config->device);
   return Status::ok();
 }
 
@@ -153,6 +153,7 @@ Status initRankNonBlocking(strata_comm_t* comm, int nranks, const strata_unique_
   CommOverrides overrides;
   STRATA_CHECK(overridesOf(userConfig, &overrides));
   auto* c = new strata_comm{};
+  c->device = overrides.device;
   c->initDone.store(false, std::memory_order_relaxed);
   c->initJoined.store(false, std::memory_order_relaxed);
   c->initThread = std::thread([c, config, overrides] {
@@ -401,9 +402,7 @@ STRATA_API strata_result_t strata_comm_abort(strata_comm_t comm) try {
 STRATA_API strata_result_t strata_comm_device(strata_comm_t comm, int* device) try {
   if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
   if (!device) return finish(STRATA_INVALID_ARG("device (the output pointer) is NULL"), comm);
-  Status s = api::ready(comm);
-  if (!s.isOk()) return finish(s, comm);
-  *device = comm->impl->overrides().device;
+  *device = comm->device;
   return STRATA_SUCCESS;
 } STRATA_CATCH_ESCAPES
 

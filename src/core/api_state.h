@@ -15,6 +15,9 @@
 
 struct strata_comm {
   std::unique_ptr<strata::Comm> impl;
+  // Its CUDA device, known at creation: asked for (ncclCommCuDevice) without
+  // waiting for a non-blocking init.
+  int device = -1;
   // A non-blocking init builds impl on initThread and sets initStatus, then
   // initDone; impl stays null if it failed. api::ready() waits for it, and
   // once a thread has joined it (initJoined) every call skips the lock.

@@ -70,8 +70,12 @@ Comm::~Comm() {
   threads_.reset();
   channels_.clear();
   connections_ = Connections();
-  deviceConnections_ = Connections();
-  deviceTransport_.reset();
+  {
+    // What the cuda transport closes, unregisters and frees is its GPU's.
+    gpu::DeviceScope onGpu(deviceTransport_ ? device_ : -1);
+    deviceConnections_ = Connections();
+    deviceTransport_.reset();
+  }
   transports_.clear();
 }
 
@@ -428,6 +432,13 @@ Status Comm::decideDevice(const topo::HostInfo& self) {
   return Status::ok();
 }
 
+void Comm::prepareDevice(const CollCall& call, const streams::PartSpec& part, const streams::PreMul& premul) {
+  // Connected at the first such call, on every rank alike (calls come in
+  // the same order everywhere): a job that never passes GPU buffers never
+  // makes a CUDA context or GPU memory for them.
+  if (!deviceTried_ && !call.pick.any() && onDevice(part, premul)) deviceConnected_ = connectDevice();
+}
+
 Status Comm::connectDevice() {
   deviceTried_ = true;
   // What connecting allocates, maps and loads belongs to the communicator's
@@ -710,10 +721,10 @@ Status Comm::submitOnStream(const CollCall& call, gpu::StreamLane& lane, const s
     return lane.copy(const_cast<void*>(part.out.ptr), part.in.ptr, part.in.bytes);
   }
   if (!call.pick.any() && onDevice(part, premul)) {
-    // Connected at the first such call, on every rank alike (calls come in
-    // the same order everywhere): a job that never passes GPU buffers never
-    // makes a CUDA context or GPU memory for them.
-    if (!deviceTried_) STRATA_CHECK(connectDevice());
+    prepareDevice(call, part, premul);
+    Status connected = std::move(deviceConnected_);
+    deviceConnected_ = Status::ok();
+    STRATA_CHECK(connected);
     if (deviceTransport_) return submitOnDevice(call, lane, part);
   }
   streams::Stager& st = stager();

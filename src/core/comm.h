@@ -75,6 +75,14 @@ class Comm final : public FailureSink {
                         const streams::PreMul& premul);
   Status submitGroupOnStream(const std::vector<P2pOp>& ops, gpu::StreamLane& lane,
                              const std::vector<streams::PartSpec>& parts);
+  // Whether a stream-ordered call on GPU memory may still have to connect
+  // the GPUs (a collective step of its own, at the first such call).
+  bool deviceConnectPending() const { return deviceWanted_ && !deviceTried_; }
+  // Connects them now if `call` is the first such call; its outcome is what
+  // submitOnStream then reports for it. A group of several of one thread's
+  // communicators connects them side by side this way before issuing any
+  // (connecting one by one would wait for ranks the thread has not reached).
+  void prepareDevice(const CollCall& call, const streams::PartSpec& part, const streams::PreMul& premul);
   // Where pinned staging memory comes from: CUDA's pinned allocator unless
   // set (tests stage host memory) before the first stream-ordered call.
   void setPinnedAllocator(const streams::PinnedAllocator& allocator) { pinned_ = allocator; }
@@ -285,7 +293,8 @@ class Comm final : public FailureSink {
   // any thread), and plans with their own slot size and tuning (rings and
   // chains: no host scratch).
   bool deviceWanted_ = false;  // decideDevice() said yes
-  bool deviceTried_ = false;   // connectDevice() ran (once, on the API's thread)
+  bool deviceTried_ = false;   // connectDevice() ran (once, on the API's thread or a group's helper)
+  Status deviceConnected_;     // its outcome, until the call it was made for reports it
   std::mutex deviceMutex_;
   std::unique_ptr<Transport> deviceTransport_;
   Connections deviceConnections_;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <thread>
 
+#include "log.h"
 #include "wait_loop.h"
 
 namespace strata::api {
@@ -99,6 +101,21 @@ void Group::issueOn(strata_comm* comm, const FusionLimits& limits, std::vector<S
   }
 }
 
+void Group::connectDevicesTogether(const std::vector<strata_comm*>& comms) {
+  std::vector<strata_comm*> pending;
+  for (strata_comm* comm : comms)
+    if (comm->impl->deviceConnectPending()) pending.push_back(comm);
+  if (pending.size() < 2) return;
+  std::vector<std::thread> connecting;
+  for (strata_comm* comm : pending)
+    connecting.emplace_back([this, comm] {
+      log::setThreadRank(comm->impl->rank());
+      for (const Deferred& d : queue_)
+        if (d.comm == comm && !d.p2p && d.stream.stream) comm->impl->prepareDevice(d.call, d.stream.part, d.stream.premul);
+    });
+  for (std::thread& t : connecting) t.join();
+}
+
 Status Group::issue(strata_comm** failedComm) {
   std::vector<strata_comm*> comms;
   for (const Deferred& d : queue_)
@@ -113,6 +130,7 @@ Status Group::issue(strata_comm** failedComm) {
     spins = std::max(spins, comm->impl->spins());
     sockets |= comm->impl->hasSockets();
   }
+  connectDevicesTogether(comms);
   std::vector<Started> started;
   std::vector<std::unique_ptr<Fusion>> fusions;  // those submitted, to unpack
   const FusionLimits limits = FusionLimits::fromParams();

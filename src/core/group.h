@@ -26,6 +26,11 @@ class Group {
   Status issue(strata_comm** failedComm);
 
  private:
+  // Connects the GPUs of every communicator whose queued stream-ordered
+  // calls would be its first on GPU memory, on a thread each, when there
+  // are several: one thread driving several ranks could not connect them
+  // one after another (each waits for all of its ranks).
+  void connectDevicesTogether(const std::vector<strata_comm*>& comms);
   struct Deferred {
     strata_comm* comm;
     bool p2p;

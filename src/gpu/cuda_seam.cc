@@ -416,7 +416,10 @@ Status reachFromCurrent(void* ptr) {
                           attrs.device);
   if (err == cudaSuccess && attrs.device != current) {
     err = cudaDeviceEnablePeerAccess(attrs.device, 0);
-    if (err == cudaErrorPeerAccessAlreadyEnabled) err = cudaSuccess;
+    if (err == cudaErrorPeerAccessAlreadyEnabled) {
+      cudaGetLastError();  // the caller's next cudaGetLastError must not see it
+      err = cudaSuccess;
+    }
   }
   if (err == cudaSuccess) return Status::ok();
   cudaGetLastError();

@@ -118,6 +118,31 @@ TEST(Api, TheDeviceIsFixedAtCreation) {
   }));
 }
 
+// A program built against the struct before `device` passes its size:
+// whatever lies past it is not read, and the device is the current one (-1
+// without a GPU, 0 with one; never the 5 beyond its size). An `int` device
+// would have sat in that struct's tail padding, inside the old size.
+TEST(Api, AnOlderConfigHasNoDevice) {
+  struct OlderConfig {  // strata_config_t before `device`
+    size_t size;
+    double timeout_seconds;
+    int reproducible;
+    const char* algorithm;
+    int nchannels;
+  };
+  expectAllPassed(runRanks(1, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    strata_config_t config = STRATA_CONFIG_INITIALIZER;
+    config.size = sizeof(OlderConfig);
+    config.device = 5;
+    strata_comm_t comm = nullptr;
+    if (!rep.ok(strata_comm_init_rank_config(&comm, nranks, id, rank, &config), nullptr, "init")) return;
+    int device = -7;
+    if (rep.ok(strata_comm_device(comm, &device), comm, "strata_comm_device") && device != -1 && device != 0)
+      rep.fail("a config without the device field: strata_comm_device says %d", device);
+    rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
+  }));
+}
+
 // A world too large to allocate for is refused before the bootstrap sizes its
 // per-rank tables; before the bound, vector::resize threw std::bad_alloc
 // through the C ABI and the process aborted.

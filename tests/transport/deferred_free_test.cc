@@ -39,7 +39,7 @@ enum class Then { CloseAndStay, Exit, CloseOnGo };
 // starts, so the test never races its start) and, after `ms`, closes and
 // stays alive, exits without closing, or closes once told to.
 pid_t importer(Shared* shared, int i, int ms, Then then) {
-  shared->words[i].state.store(kMapped);
+  EXPECT_TRUE(claimMapping(&shared->words[i]));
   pid_t pid = fork();
   if (pid != 0) return pid;
   sleepMs(ms);
@@ -116,6 +116,23 @@ TEST(DeferredFree, WordsNeverMappedAreNotWaitedFor) {
   freeWhenUnmapped(std::move(item), 10);
   EXPECT_EQ(record.releases, 1);
   EXPECT_LT(nowSeconds() - start, 1.0);
+  munmap(shared, sizeof(Shared));
+}
+
+// A word never mapped is withdrawn by the release: an importer late to
+// the connect (its peer left it early) cannot map what is being freed; one
+// that claimed its word first is waited for.
+TEST(DeferredFree, ALateImporterCannotClaimWhatWasWithdrawn) {
+  Shared* shared = mapShared();
+  Record record;
+  ASSERT_TRUE(claimMapping(&shared->words[1]));
+  DeferredFree item = itemOf(shared, {getpid(), getpid()}, &record);
+  EXPECT_FALSE(item.ready()) << "word 1 was claimed by a live importer";
+  EXPECT_EQ(shared->words[0].state.load(), kWithdrawn);
+  EXPECT_FALSE(claimMapping(&shared->words[0])) << "claimed a withdrawn word";
+  shared->words[1].state.store(kClosed);
+  EXPECT_TRUE(item.ready());
+  EXPECT_FALSE(claimMapping(&shared->words[1])) << "claimed a word already used";
   munmap(shared, sizeof(Shared));
 }
 

@@ -104,13 +104,17 @@ CudaTransport::~CudaTransport() {
       if (p.registered) gpu::unregisterHost(p.segment->base());
     }
     if (own_->base() || region_) {
-      DeferredFree item{importerWords_, importers_, [own = own_, registered = ownRegistered_, region = region_] {
+      DeferredFree item{importerWords_, importers_,
+                        [own = own_, registered = ownRegistered_, region = region_, device = device_] {
+                          // Perhaps run later by another communicator's thread.
+                          gpu::DeviceScope onGpu(device);
                           if (registered) gpu::unregisterHost(own->base());
                           Status s = gpu::freeDevice(region);
                           if (!s.isOk()) STRATA_WARN(NET, "freeing the cuda transport's slots: %s", s.message().c_str());
                         }};
       // A sender that is a thread of this process is destroyed by it, later
-      // perhaps (one thread destroying its ranks in turn), and sweeps then.
+      // perhaps (one thread destroying its ranks in turn), and sweeps then;
+      // its peers in other processes then wait for a later sweep too.
       freeWhenUnmapped(std::move(item), importerInProcess_ ? 0 : kUnmapWaitSeconds);
     }
   }
@@ -143,6 +147,7 @@ Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
 
   // Slots earlier communicators could not free at their teardown.
   sweepDeferredFrees();
+  device_ = gpu::currentDevice();
   std::vector<std::shared_ptr<PeerWatch>> watches(nranks);
   for (int peer : req.peers)
     watches[peer] =
@@ -198,11 +203,15 @@ Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
                                deadline);
     if (s.isOk()) s = gpu::registerHost(p.segment->base(), peerHostBytes);
     p.registered = s.isOk();
-    if (s.isOk()) s = gpu::ipcOpen(offers[peer].slots, &p.slots);
-    if (s.isOk()) {
-      p.word = mappingWord(p.segment->base(), fifoHost, req.nchannels, peerSenders, senderAt(peerGroup, peer, me));
-      p.word->state.store(kMapped, std::memory_order_release);
-    }
+    MappingWord* word = s.isOk() ? mappingWord(p.segment->base(), fifoHost, req.nchannels, peerSenders,
+                                               senderAt(peerGroup, peer, me))
+                                 : nullptr;
+    const bool claimed = word && claimMapping(word);
+    if (word && !claimed)
+      s = makeErrorQuiet(STRATA_ERR_REMOTE, "rank %d is freeing its slots (it left the connect)", peer);
+    if (claimed) s = gpu::ipcOpen(offers[peer].slots, &p.slots);
+    if (claimed && !s.isOk()) word->state.store(kClosed, std::memory_order_release);  // nothing is mapped
+    if (claimed && s.isOk()) p.word = word;
     if (!s.isOk())
       failure = "rank " + std::to_string(me) + " cannot map rank " + std::to_string(peer) + "'s FIFOs: " + s.message();
   }

@@ -45,6 +45,7 @@ class CudaTransport final : public Transport {
   std::shared_ptr<shm::Segment> own_ = std::make_shared<shm::Segment>();
   bool ownRegistered_ = false;
   void* region_ = nullptr;  // this rank's incoming slots, on its GPU
+  int device_ = -1;         // that GPU, current when connecting
   std::vector<MappingWord*> importerWords_;                   // in own_, one per local sender
   std::vector<std::shared_ptr<PeerWatch>> importers_;         // the same senders
   bool importerInProcess_ = false;                            // a sender is a thread of this process

@@ -25,9 +25,17 @@ std::vector<DeferredFree>& kept() {
 
 }  // namespace
 
+bool claimMapping(MappingWord* word) {
+  uint32_t expected = kNeverMapped;
+  return word->state.compare_exchange_strong(expected, kMapped, std::memory_order_acq_rel);
+}
+
 bool DeferredFree::ready() const {
-  for (size_t i = 0; i < words.size(); ++i)
-    if (words[i]->state.load(std::memory_order_acquire) == kMapped && owners[i]->check().isOk()) return false;
+  for (size_t i = 0; i < words.size(); ++i) {
+    uint32_t state = kNeverMapped;
+    if (words[i]->state.compare_exchange_strong(state, kWithdrawn, std::memory_order_acq_rel)) continue;
+    if (state == kMapped && owners[i]->check().isOk()) return false;
+  }
   return true;
 }
 
