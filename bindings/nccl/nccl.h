@@ -18,6 +18,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* nccl-tests and other CUDA clients take half and __nv_bfloat16 from the
  * headers that NCCL's own nccl.h includes. */
@@ -130,6 +131,13 @@ typedef enum {
 
 typedef enum { ncclScalarDevice = 0, ncclScalarHostImmediate = 1 } ncclScalarResidence_t;
 
+typedef enum {
+  ncclStatGpuMemSuspend = 0,
+  ncclStatGpuMemSuspended = 1,
+  ncclStatGpuMemPersist = 2,
+  ncclStatGpuMemTotal = 3
+} ncclCommMemStat_t;
+
 /* GPU memory for buffers, on the calling thread's current CUDA device.
  * Without a usable GPU: ncclUnhandledCudaError. */
 ncclResult_t ncclMemAlloc(void** ptr, size_t size);
@@ -144,8 +152,9 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
  * one and uses commIds[0]. */
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
                                       ncclUniqueId* commIds, ncclConfig_t* config);
-/* One process, ndev communicators (devlist is ignored): drive them together
- * inside ncclGroupStart/End. */
+/* One process, ndev communicators, rank i on CUDA device devlist[i] (i
+ * without a list; unlike NCCL a device may be listed twice): drive them
+ * together inside ncclGroupStart/End. */
 ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist);
 ncclResult_t ncclCommFinalize(ncclComm_t comm);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
@@ -167,8 +176,12 @@ const char* ncclGetLastError(ncclComm_t comm);
  * watchdog polling it). */
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count);
-/* Sets *device to -1: strata does not tie a communicator to a device. */
+/* The CUDA device current when the communicator was created (its devlist
+ * entry for ncclCommInitAll); -1 where no GPU was usable. */
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device);
+/* GPU memory the communicator holds (NCCL 2.29's call): Total and Persist
+ * are the same, since strata suspends none (Suspend 0, Suspended 0). */
+ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank);
 
 /* Registration is a no-op for strata: the handle only pairs the calls. */
@@ -282,6 +295,7 @@ const char* pncclGetLastError(ncclComm_t comm);
 ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
 ncclResult_t pncclCommCount(const ncclComm_t comm, int* count);
 ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device);
+ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
 ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank);
 ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
 ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle);

@@ -598,6 +598,21 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) try {
   return done(strata_comm_device(comm->comm, device), comm);
 } NCCL_CATCH_ESCAPES
 
+ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value) try {
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  if (!value) return fail(ncclInvalidArgument, comm, "value is NULL");
+  if (stat == ncclStatGpuMemSuspend || stat == ncclStatGpuMemSuspended) {
+    *value = 0;  // strata suspends nothing
+    return ncclSuccess;
+  }
+  if (stat != ncclStatGpuMemPersist && stat != ncclStatGpuMemTotal)
+    return fail(ncclInvalidArgument, comm, "stat=%d is not an ncclCommMemStat_t", static_cast<int>(stat));
+  strata_memory_t usage = STRATA_MEMORY_INITIALIZER;
+  strata_result_t rc = strata_comm_memory(comm->comm, &usage);
+  if (rc == STRATA_SUCCESS) *value = usage.device_bytes;
+  return done(rc, comm);
+} NCCL_CATCH_ESCAPES
+
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) try {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   return done(strata_comm_rank(comm->comm, rank), comm);
@@ -809,6 +824,7 @@ NCCL_PROFILING_NAME(ncclGetLastError)
 NCCL_PROFILING_NAME(ncclCommGetAsyncError)
 NCCL_PROFILING_NAME(ncclCommCount)
 NCCL_PROFILING_NAME(ncclCommCuDevice)
+NCCL_PROFILING_NAME(ncclCommMemStats)
 NCCL_PROFILING_NAME(ncclCommUserRank)
 NCCL_PROFILING_NAME(ncclCommRegister)
 NCCL_PROFILING_NAME(ncclCommDeregister)

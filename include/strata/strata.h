@@ -282,6 +282,24 @@ STRATA_API strata_result_t strata_comm_check(strata_comm_t comm, char* report, s
 
 STRATA_API strata_result_t strata_comm_rank(strata_comm_t comm, int* rank);
 STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size);
+/* Memory comm holds for its transfers, by where it lives (NCCL's
+ * ncclCommMemStats, per kind): the slots of every transport it has
+ * connected so far (with STRATA_CONNECT=lazy pairs connect at their first
+ * call, so this grows as calls reach new peers), the pinned staging of
+ * stream-ordered calls (its cache included), and the scratch of cached
+ * plans. Not counted: the caller's buffers and memory registered for them,
+ * the kernel's socket buffers, bookkeeping. Start from
+ * STRATA_MEMORY_INITIALIZER; fields past `size` are not written. */
+typedef struct {
+  size_t size;           /* sizeof(strata_memory_t) */
+  uint64_t shared_bytes; /* shared memory this rank created (/dev/shm): its incoming shm slots */
+  uint64_t host_bytes;   /* private host memory: tcp and ucx slots, plan scratch */
+  uint64_t pinned_bytes; /* host memory pinned for a device: ib's registered FIFOs, stream staging */
+  uint64_t device_bytes; /* GPU memory: the cuda transport's slots */
+} strata_memory_t;
+#define STRATA_MEMORY_INITIALIZER {sizeof(strata_memory_t), 0, 0, 0, 0}
+STRATA_API strata_result_t strata_comm_memory(strata_comm_t comm, strata_memory_t* usage);
+
 /* The CUDA device comm was created for (strata_config_t's `device`); -1 when
  * it was created on a thread without one (no usable GPU). Answers at once,
  * also while a non-blocking init is still running. */

@@ -1,6 +1,7 @@
 // C API: versions, errors, unique ids, communicator life cycle.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
@@ -396,6 +397,24 @@ STRATA_API strata_result_t strata_comm_abort(strata_comm_t comm) try {
                   comm);
   }
   api::releaseComm(comm);
+  return STRATA_SUCCESS;
+} STRATA_CATCH_ESCAPES
+
+STRATA_API strata_result_t strata_comm_memory(strata_comm_t comm, strata_memory_t* usage) try {
+  if (!comm) return finish(STRATA_INVALID_ARG("comm is NULL"));
+  if (!usage) return finish(STRATA_INVALID_ARG("usage (the output pointer) is NULL"), comm);
+  if (usage->size < offsetof(strata_memory_t, shared_bytes) + sizeof(usage->shared_bytes))
+    return finish(STRATA_INVALID_ARG("usage->size=%zu is too small for a strata_memory_t (start from "
+                                     "STRATA_MEMORY_INITIALIZER)", usage->size),
+                  comm);
+  Status s = api::ready(comm);
+  if (!s.isOk()) return finish(s, comm);
+  const MemoryHeld held = comm->impl->memoryHeld();
+  // A program built against a shorter struct gets the fields it has.
+  strata_memory_t full{sizeof(strata_memory_t), held.shared, held.host, held.pinned, held.device};
+  const size_t size = std::min(usage->size, sizeof(full));
+  std::memcpy(reinterpret_cast<char*>(usage) + sizeof(usage->size),
+              reinterpret_cast<const char*>(&full) + sizeof(full.size), size - sizeof(full.size));
   return STRATA_SUCCESS;
 } STRATA_CATCH_ESCAPES
 

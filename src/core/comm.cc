@@ -432,6 +432,33 @@ Status Comm::decideDevice(const topo::HostInfo& self) {
   return Status::ok();
 }
 
+MemoryHeld Comm::memoryHeld() {
+  MemoryHeld held;
+  auto connectors = [&held](const Connections& c) {
+    for (const auto& perPeer : c.send)
+      for (const auto& send : perPeer)
+        if (send) held += send->held();
+    for (const auto& perPeer : c.recv)
+      for (const auto& recv : perPeer)
+        if (recv) held += recv->held();
+  };
+  {
+    // Pairs connected lazily join under this lock, their transport's
+    // connect() done.
+    std::lock_guard<std::mutex> lock(linksMutex_);
+    for (const auto& t : transports_) held += t->held();
+    connectors(connections_);
+  }
+  {
+    std::lock_guard<std::mutex> lock(deviceMutex_);
+    if (deviceTransport_) held += deviceTransport_->held();
+    connectors(deviceConnections_);
+  }
+  if (stager_) held.pinned += stager_->pinnedBytes();
+  held.host += cache_.scratchBytes();
+  return held;
+}
+
 void Comm::prepareDevice(const CollCall& call, const streams::PartSpec& part, const streams::PreMul& premul) {
   // Connected at the first such call, on every rank alike (calls come in
   // the same order everywhere): a job that never passes GPU buffers never

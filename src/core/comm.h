@@ -75,6 +75,11 @@ class Comm final : public FailureSink {
                         const streams::PreMul& premul);
   Status submitGroupOnStream(const std::vector<P2pOp>& ops, gpu::StreamLane& lane,
                              const std::vector<streams::PartSpec>& parts);
+  // The memory it holds for its transfers (strata_comm_memory): what its
+  // transports and connectors allocated, the staging of stream-ordered
+  // calls, the scratch of cached plans. On the API's thread.
+  MemoryHeld memoryHeld();
+
   // Whether a stream-ordered call on GPU memory may still have to connect
   // the GPUs (a collective step of its own, at the first such call).
   bool deviceConnectPending() const { return deviceWanted_ && !deviceTried_; }

@@ -10,4 +10,11 @@ const PlannedCall& PlanCache::insert(const PlanKey& key, PlannedCall call) {
   return *touch(victim);
 }
 
+uint64_t PlanCache::scratchBytes() const {
+  uint64_t total = 0;
+  for (const Entry& e : entries_)
+    if (e.valid) total += e.call.choice.scratchElems * strata_datatype_size(e.call.ctx.datatype);
+  return total;
+}
+
 }  // namespace strata

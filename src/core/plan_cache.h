@@ -72,6 +72,8 @@ class PlanCache {
   }
   // Keeps `call` under `key`, in place of the least recently used entry.
   const PlannedCall& insert(const PlanKey& key, PlannedCall call);
+  // Host scratch its plans hold (OpContext::scratch).
+  uint64_t scratchBytes() const;
 
  private:
   static constexpr size_t kEntries = 16;

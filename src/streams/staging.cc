@@ -134,6 +134,13 @@ void Stager::giveBack(void* block, size_t bytes) {
   }
 }
 
+size_t Stager::pinnedBytes() const {
+  size_t total = cachedBytes();
+  std::lock_guard<std::mutex> lock(opsMutex_);
+  for (const auto& op : ops_) total += op->blockBytes_;
+  return total;
+}
+
 size_t Stager::cachedBytes() const {
   size_t total = 0;
   for (const Block& b : free_) total += b.bytes;

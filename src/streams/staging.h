@@ -205,6 +205,8 @@ class Stager {
   using Ended = std::function<void(const Request&)>;
   void onEnded(Ended ended) { ended_ = std::move(ended); }
   size_t cachedBytes() const;
+  // The pinned memory it holds: the cache, and the operations' blocks.
+  size_t pinnedBytes() const;
 
  private:
   Status takeBlock(size_t bytes, void** block, size_t* got);

@@ -493,6 +493,18 @@ int runRank(int rank, ncclUniqueId id, const ncclUniqueId* scalableIds) {
   /* The device current at init: none (-1) without a usable GPU, else 0 (this test sets none). */
   CHECK(n == NRANKS && r == rank && (dev == -1 || dev == 0) && version == NCCL_VERSION_CODE,
         "queries: count %d rank %d device %d version %d", n, r, dev, version);
+  /* GPU memory held: none here (no cuda transport connects without a GPU
+   * call), and nothing suspended; an unknown stat is refused. */
+  uint64_t held = 7;
+  NCCL_OK(ncclCommMemStats(comm, ncclStatGpuMemTotal, &held), comm);
+  CHECK(held == 0, "ncclStatGpuMemTotal %llu before any GPU call", (unsigned long long)held);
+  held = 7;
+  NCCL_OK(ncclCommMemStats(comm, ncclStatGpuMemSuspended, &held), comm);
+  CHECK(held == 0, "ncclStatGpuMemSuspended %llu", (unsigned long long)held);
+  CHECK(ncclCommMemStats(comm, (ncclCommMemStat_t)9, &held) == ncclInvalidArgument &&
+            strstr(ncclGetLastError(comm), "stat=9"),
+        "an unknown stat: '%s'", ncclGetLastError(comm));
+  CHECK(ncclCommMemStats(comm, ncclStatGpuMemTotal, NULL) == ncclInvalidArgument, "a NULL value was accepted");
   /* The profiling names are the same functions. */
   int pn = 0;
   NCCL_OK(pncclCommCount(comm, &pn), comm);

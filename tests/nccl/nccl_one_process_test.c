@@ -61,6 +61,14 @@ static void round_(int round) {
     ncclResult_t async = ncclInternalError;
     NCCL_OK(ncclCommGetAsyncError(comms[r], &async), comms[r]);
     CHECK(async == ncclSuccess, "round %d comm %d: async error %d (%s)", round, r, async, ncclGetLastError(comms[r]));
+    /* GPU to GPU its slots are GPU memory; staged it holds none. */
+    const char* direct = getenv("STRATA_GPU_DIRECT");
+    uint64_t held = 0;
+    NCCL_OK(ncclCommMemStats(comms[r], ncclStatGpuMemTotal, &held), comms[r]);
+    if (direct && strcmp(direct, "2") == 0)
+      CHECK(held > 0, "round %d comm %d: no GPU memory held over the cuda transport", round, r);
+    else
+      CHECK(held == 0, "round %d comm %d: %llu bytes of GPU memory held, staged", round, r, (unsigned long long)held);
     CUDA_OK(cudaMemcpy(host, recv[r], COUNT * sizeof(float), cudaMemcpyDeviceToHost));
     int wrong = 0;
     for (size_t i = 0; i < COUNT && wrong < 3; ++i) {

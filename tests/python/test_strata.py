@@ -586,6 +586,9 @@ class Checks:
         with strata.Comm.init_rank(nranks, uid, rank, reproducible=True, algorithm="ordered",
                                    nchannels=2) as own:
             self.ensure(own.reproducible, "reproducible=True, but the communicator says it is not")
+            held = own.memory()
+            self.ensure(sorted(held) == ["device", "host", "pinned", "shared"] and held["shared"] > 0
+                        and held["device"] == 0, f"memory(): {held} (local ranks: shared slots, no GPU memory)")
             record = own.explain("allreduce", 1 << 20)
             name, channels = own.algorithm("allreduce", 1 << 20)
             self.ensure(record["algorithm"] == name == "ordered" and record["channels"] == channels

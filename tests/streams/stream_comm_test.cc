@@ -5,8 +5,10 @@
 // Results are checked against a double-precision reference.
 #include <gtest/gtest.h>
 
+#include <cinttypes>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -109,6 +111,65 @@ TEST(StreamComm, OneRankCopiesOnTheStream) {
     for (size_t i = 0; i < in.size(); ++i)
       if (out[i] != 2.f * in[i]) return r.fail("pre-multiplied: out[%zu]=%g, want %g", i, out[i], 2.f * in[i]);
   });
+}
+
+// The pinned memory the communicator reports (strata_comm_memory) is what
+// it took from its pinned allocator and has not given back, counted here by
+// the allocator: while operations hold their blocks, and once they are done
+// and the blocks sit in the cache.
+std::map<void*, size_t> gLivePinned;
+Status countingAlloc(size_t bytes, void** out) {
+  STRATA_CHECK(hostAlloc(bytes, out));
+  gLivePinned[*out] = bytes;
+  return Status::ok();
+}
+void countingFree(void* p) {
+  gLivePinned.erase(p);
+  hostFree(p);
+}
+uint64_t livePinned() {
+  uint64_t total = 0;
+  for (const auto& [p, bytes] : gLivePinned) total += bytes;
+  return total;
+}
+
+TEST(StreamComm, ThePinnedMemoryReportedIsWhatWasAllocated) {
+  runOnComm(2, [](Comm& comm, strata_comm_t handle, int rank, int, Reporter& r) {
+    comm.setPinnedAllocator({&countingAlloc, &countingFree});
+    auto reported = [&] {
+      strata_memory_t m = STRATA_MEMORY_INITIALIZER;
+      if (strata_comm_memory(handle, &m) != STRATA_SUCCESS) r.fail("strata_comm_memory: %s", strata_last_error());
+      return m.pinned_bytes;
+    };
+    if (reported() != 0) r.fail("pinned %" PRIu64 " before any stream-ordered call", reported());
+    HostLane lane;
+    std::vector<std::vector<float>> in, out;
+    for (size_t count : {size_t(1000), size_t(30000), size_t(5000)}) {
+      in.emplace_back(count, 1.0f + rank);
+      out.emplace_back(count, 0.0f);
+    }
+    lane.hold();
+    for (size_t k = 0; k < in.size(); ++k) {
+      const size_t bytes = in[k].size() * 4;
+      PartSpec part{{in[k].data(), bytes, true}, {out[k].data(), bytes, true}};
+      if (Status s = comm.submitOnStream(callOf(Coll::Allreduce, in[k].size(), STRATA_FLOAT32), lane, part, {});
+          !s.isOk())
+        return r.fail("submitOnStream: %s", s.message().c_str());
+    }
+    if (livePinned() == 0 || reported() != livePinned())
+      r.fail("in flight: reported %" PRIu64 ", allocated %" PRIu64, reported(), livePinned());
+    lane.go();
+    lane.sync();
+    for (size_t k = 0; k < out.size(); ++k)
+      if (out[k].back() != 3.0f) r.fail("op %zu: %g, want 3", k, out[k].back());
+    // One more call reaps the finished operations into the cache.
+    PartSpec part{{in[0].data(), in[0].size() * 4, true}, {out[0].data(), out[0].size() * 4, true}};
+    if (Status s = comm.submitOnStream(callOf(Coll::Allreduce, in[0].size(), STRATA_FLOAT32), lane, part, {});
+        !s.isOk())
+      return r.fail("submitOnStream: %s", s.message().c_str());
+    lane.sync();
+    if (reported() != livePinned()) r.fail("done: reported %" PRIu64 ", allocated %" PRIu64, reported(), livePinned());
+  }, {{"STRATA_GPU_CHUNK_BYTES", "4096"}});
 }
 
 TEST(StreamComm, OperationsPipelineOnOneStreamInOrder) {

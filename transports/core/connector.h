@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "memory_held.h"
 #include "status.h"
 
 namespace strata {
@@ -59,6 +60,10 @@ class Connector {
   // is written, or read, by work enqueued on this stream before publish()
   // or release(), never by the host. Null for host-memory slots.
   virtual void* deviceStream() const { return nullptr; }
+
+  // The memory this connector allocated itself (slots, staging), not what
+  // its transport holds for all of them; read from any thread.
+  virtual MemoryHeld held() const { return {}; }
 };
 
 class SendConnector : public Connector {

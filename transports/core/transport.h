@@ -64,6 +64,9 @@ class Transport {
   // this transport's other connectors run. Such a transport's pairs connect
   // at the first call that needs them (STRATA_CONNECT=lazy).
   virtual bool connectsPairs() const { return false; }
+  // The memory it allocated for all its connectors (a segment of incoming
+  // slots, a worker's regions); read from any thread.
+  virtual MemoryHeld held() const { return {}; }
 };
 
 // Every transport built into this library, in order of preference, each

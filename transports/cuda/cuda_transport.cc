@@ -172,7 +172,9 @@ Status CudaTransport::connect(const ConnectRequest& req, Connections& out) {
       s = gpu::registerHost(own_->base(), hostBytes);
     }
     ownRegistered_ = s.isOk();
+    if (s.isOk()) ownBytes_ = hostBytes;
     if (s.isOk()) s = gpu::allocDevice(fifoSlots * req.nchannels * senders, &region_);
+    if (s.isOk()) regionBytes_ = fifoSlots * req.nchannels * senders;
     if (s.isOk()) s = gpu::ipcExport(region_, &mine.slots);
     mine.ready = s.isOk();
     if (!s.isOk()) copyText(mine.why, sizeof(mine.why), s.message());

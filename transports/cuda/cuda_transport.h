@@ -30,6 +30,7 @@ class CudaTransport final : public Transport {
   // (IPC refused, peer access impossible, the self-test's bytes did not
   // land), when any rank could not set up or prove its connections.
   Status connect(const ConnectRequest& req, Connections& out) override;
+  MemoryHeld held() const override { return {ownBytes_, 0, 0, regionBytes_}; }
 
  private:
   struct Mapped {  // a peer's slots and segment, as this process maps them
@@ -45,6 +46,7 @@ class CudaTransport final : public Transport {
   std::shared_ptr<shm::Segment> own_ = std::make_shared<shm::Segment>();
   bool ownRegistered_ = false;
   void* region_ = nullptr;  // this rank's incoming slots, on its GPU
+  uint64_t regionBytes_ = 0, ownBytes_ = 0;  // its size, and own_'s
   int device_ = -1;         // that GPU, current when connecting
   std::vector<MappingWord*> importerWords_;                   // in own_, one per local sender
   std::vector<std::shared_ptr<PeerWatch>> importers_;         // the same senders

@@ -36,6 +36,8 @@ class IbSendConnector final : public SendConnector {
     if (fd >= 0) out.push_back({fd, POLLIN, 0});
     out.push_back({link_->sideFd(), POLLIN, 0});
   }
+  // The link's FIFOs, both ways: counted here, not by the receive end that shares it.
+  MemoryHeld held() const override { return {0, 0, link_->registeredBytes(), 0}; }
 
  private:
   std::shared_ptr<Link> link_;

@@ -87,6 +87,7 @@ Status Link::registerRegion(size_t bytes, int access, const char* what, char** m
   if (posix_memalign(reinterpret_cast<void**>(memory), 4096, bytes) != 0)
     return STRATA_ERROR(STRATA_ERR_SYSTEM, "ib: out of memory for the %zu bytes of the %s", bytes, what);
   std::memset(*memory, 0, bytes);
+  registered_ += bytes;
   *mr = ibv_reg_mr(device_.pd(), *memory, bytes, access);
   if (!*mr) {
     const int err = errno;

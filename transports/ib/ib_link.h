@@ -82,6 +82,8 @@ class Link {
 
   Status health() const { return side_->error(); }
   void abort();
+  // Its two registered FIFOs' bytes (set by init(), before connectors exist).
+  uint64_t registeredBytes() const { return registered_; }
   // Reaps completions, sends a pending credit, and checks now and then that
   // the peer is still there. True if anything completed.
   bool poll();
@@ -115,6 +117,7 @@ class Link {
   char* recvSlot(uint64_t k) { return remote_ + (k % config_.nslots) * stride_; }
   // Allocates and registers `bytes` (zeroed) with `access`; `what` names it in errors.
   Status registerRegion(size_t bytes, int access, const char* what, char** memory, ibv_mr** mr);
+  uint64_t registered_ = 0;
   bool room(const Qp& q) const { return q.posted - q.retired + 1 < sqDepth_; }
   // Posts one RDMA write on queue pair `qi`; false (and the link failed) on error.
   bool post(int qi, int kind, ibv_sge* sges, int nsge, uint64_t remote, uint32_t rkey, bool imm, uint32_t immData,

@@ -70,6 +70,7 @@ Status ShmTransport::connect(const ConnectRequest& req, Connections& out) {
     STRATA_INFO(SHM, "segment of %zu bytes for %zu local senders x %d channels", bytes,
                 myGroup.size() - 1, req.nchannels);
     segments_.push_back(std::move(own));
+    ownBytes_ = bytes;
   }
   // Every rank's segment exists before anyone maps a peer's.
   STRATA_CHECK(req.oob->barrier());

@@ -18,9 +18,11 @@ class ShmTransport final : public Transport {
   bool canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const override;
   std::string shortOf(const ConnectRequest& req, size_t npeers) const override;
   Status connect(const ConnectRequest& req, Connections& out) override;
+  MemoryHeld held() const override { return {ownBytes_, 0, 0, 0}; }
 
  private:
   std::vector<std::unique_ptr<Segment>> segments_;  // own first, then peers'
+  uint64_t ownBytes_ = 0;                           // the own one's size (peers' are theirs)
 };
 
 }  // namespace strata::shm

@@ -165,7 +165,10 @@ bool TcpRecvConnector::progress() {
       } else {
         // Large remainders go straight into the slot; the rest through staging.
         const bool direct = !inHeader && want >= kStagingBytes;
-        if (!direct && !st.data) st.data.reset(new char[kStagingBytes]);
+        if (!direct && !st.data) {
+          st.data.reset(new char[kStagingBytes]);
+          stagingAllocated_.fetch_add(kStagingBytes, std::memory_order_relaxed);
+        }
         ssize_t n = direct ? link.recv(dst, want) : link.recv(st.data.get(), kStagingBytes);
         if (link.ioFailed(n, "receiving") || n < 0) break;
         moved = true;

@@ -24,9 +24,14 @@ class SlotRing {
   // The slots are allocated at the first one's use: a peer that no plan
   // uses, or that is only sent to from the caller's memory, costs none.
   char* slot(uint64_t index) {
-    if (!data_) data_.reset(new char[slotBytes_ * nslots_]);
+    if (!data_) {
+      data_.reset(new char[slotBytes_ * nslots_]);
+      allocated_.store(slotBytes_ * nslots_, std::memory_order_relaxed);
+    }
     return data_.get() + (index % nslots_) * slotBytes_;
   }
+  // The slots' bytes once they exist; read from any thread.
+  uint64_t allocated() const { return allocated_.load(std::memory_order_relaxed); }
   WireHeader& header(uint64_t index) { return headers_[index % nslots_]; }
   // Whether p points into the slots (false before they exist).
   bool holds(const char* p) const {
@@ -41,6 +46,7 @@ class SlotRing {
   size_t slotBytes_;
   uint64_t nslots_;
   std::unique_ptr<char[]> data_;
+  std::atomic<uint64_t> allocated_{0};
   std::vector<WireHeader> headers_;
   std::vector<const char*> payloads_;
 };
@@ -82,6 +88,7 @@ class TcpSendConnector final : public SendConnector {
   void addPollFds(std::vector<pollfd>& out) const override {
     if (!flushed()) stripes_.addPollFds(out, POLLOUT);
   }
+  MemoryHeld held() const override { return {0, ring_.allocated(), 0, 0}; }
 
  private:
   bool sent(uint64_t message) const;
@@ -111,6 +118,9 @@ class TcpRecvConnector final : public RecvConnector {
   // buffer (TlsSession::hasBuffered); a socket with no free slot waits for
   // release(), made by the thread that drives this connector, not for data.
   void addPollFds(std::vector<pollfd>& out) const override { stripes_.addPollFds(out, POLLIN); }
+  MemoryHeld held() const override {
+    return {0, ring_.allocated() + stagingAllocated_.load(std::memory_order_relaxed), 0, 0};
+  }
 
  private:
   // Bytes read from one socket ahead of where they belong: small messages
@@ -135,6 +145,7 @@ class TcpRecvConnector final : public RecvConnector {
   Stripes stripes_;
   SlotRing ring_;
   std::vector<Staging> staging_;
+  std::atomic<uint64_t> stagingAllocated_{0};  // kStagingBytes per socket that needed one
   uint64_t released_ = 0;
   // Postings of messages [.., posted_), one per FIFO entry; and where each
   // message in the FIFO lands.

@@ -209,6 +209,7 @@ class SlotRing {
   WireHeader& header(uint64_t index) const { return *reinterpret_cast<WireHeader*>(message(index)); }
   char* payload(uint64_t index) const { return message(index) + sizeof(WireHeader); }
   ucp_mem_h memh() const { return region_->memh(); }
+  uint64_t bytes() const { return (kHeaderArea + slotBytes_) * nslots_; }
 
  private:
   size_t slotBytes_;
@@ -223,6 +224,7 @@ class UcxSendConnector final : public SendConnector {
  public:
   UcxSendConnector(std::shared_ptr<UcxLink> link, ucp_context_h context, size_t slotBytes, int nslots);
   ~UcxSendConnector() override;
+  MemoryHeld held() const override { return {0, ring_.bytes(), 0, 0}; }
   void* acquire(size_t bytes) override;
   void publish(size_t bytes, const SlotTag& tag) override;
   bool sendsFromCaller() const override { return true; }
@@ -251,6 +253,7 @@ class UcxRecvConnector final : public RecvConnector {
  public:
   UcxRecvConnector(std::shared_ptr<UcxLink> link, ucp_context_h context, size_t slotBytes, int nslots);
   ~UcxRecvConnector() override;
+  MemoryHeld held() const override { return {0, ring_.bytes(), 0, 0}; }
   // Posts the first nslots receives.
   Status start();
   const void* peek(size_t* bytes, SlotTag* tag) override;

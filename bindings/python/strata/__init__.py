@@ -25,7 +25,7 @@ import json
 import threading
 
 from ._arguments import as_c_int, as_count, as_enum, as_text, buffer, datatype_or_none, pair, same_count
-from ._capi import (Config, UniqueId, Datatype, Op, Result, StrataError, c_int, c_ptr, check,
+from ._capi import (Config, Memory, UniqueId, Datatype, Op, Result, StrataError, c_int, c_ptr, check,
                     lib, version)
 
 __all__ = [
@@ -279,6 +279,14 @@ class Comm:
         check(lib.strata_comm_is_reproducible(self._handle(), ctypes.byref(value)),
               "strata_comm_is_reproducible")
         return bool(value.value)
+
+    def memory(self):
+        """What the communicator holds for its transfers so far, in bytes by
+        kind (strata_comm_memory): a dict of "shared" (its shared-memory
+        slots), "host", "pinned" and "device"."""
+        m = Memory(ctypes.sizeof(Memory), 0, 0, 0, 0)
+        check(lib.strata_comm_memory(self._handle(), ctypes.byref(m)), "strata_comm_memory")
+        return {"shared": m.shared_bytes, "host": m.host_bytes, "pinned": m.pinned_bytes, "device": m.device_bytes}
 
     def algorithm(self, collective, count, datatype=Datatype.FLOAT32):
         """(algorithm, channels) that `collective` ("allreduce", "broadcast",

@@ -39,6 +39,12 @@ class UniqueId(ctypes.Structure):
     _fields_ = [("internal", ctypes.c_char * 128)]
 
 
+class Memory(ctypes.Structure):
+    """strata_memory_t."""
+    _fields_ = [("size", c_size_t), ("shared_bytes", ctypes.c_uint64), ("host_bytes", ctypes.c_uint64),
+                ("pinned_bytes", ctypes.c_uint64), ("device_bytes", ctypes.c_uint64)]
+
+
 class Config(ctypes.Structure):
     """strata_config_t."""
     _fields_ = [("size", c_size_t), ("timeout_seconds", ctypes.c_double), ("reproducible", c_int),
@@ -69,6 +75,7 @@ _ARGTYPES = {
     "strata_comm_check": [c_ptr, ctypes.c_char_p, c_size_t, _P(c_int)],
     "strata_comm_rank": [c_ptr, _P(c_int)],
     "strata_comm_is_reproducible": [c_ptr, _P(c_int)],
+    "strata_comm_memory": [c_ptr, _P(Memory)],
     "strata_comm_algorithm": [c_ptr, ctypes.c_char_p, c_size_t, c_int, ctypes.c_char_p, c_size_t, _P(c_int)],
     "strata_comm_explain": [c_ptr, ctypes.c_char_p, c_size_t, c_int, ctypes.c_char_p, c_size_t, _P(c_size_t)],
     "strata_comm_size": [c_ptr, _P(c_int)],

@@ -1,0 +1,100 @@
+// strata_comm_memory against what the kernel says a rank maps, over real
+// shared memory and real sockets: each rank is a process.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "multiproc.h"
+#include "process_tools.h"
+
+namespace strata::test {
+namespace {
+
+// What this process maps of its own shared-memory segments (named
+// "strata-<tag>-r<rank>-p<pid>-..."), by /proc/self/maps: pages, whole.
+uint64_t ownSegmentsMapped(int rank) {
+  char own[64];
+  std::snprintf(own, sizeof(own), "-r%d-p%d-", rank, static_cast<int>(getpid()));
+  uint64_t total = 0;
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (!maps) return 0;
+  char line[512];
+  while (std::fgets(line, sizeof(line), maps)) {
+    if (!std::strstr(line, "/dev/shm/strata-") || !std::strstr(line, own)) continue;
+    uint64_t begin = 0, end = 0;
+    if (std::sscanf(line, "%" SCNx64 "-%" SCNx64, &begin, &end) == 2) total += end - begin;
+  }
+  std::fclose(maps);
+  return total;
+}
+
+uint64_t pagesOf(uint64_t bytes) { return (bytes + 4095) / 4096 * 4096; }
+
+TEST(CommMemory, SharedBytesAreTheRanksOwnSegment) {
+  expectAllPassed(runRanks(3, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm = nullptr;
+    if (!rep.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+    strata_memory_t m = STRATA_MEMORY_INITIALIZER;
+    if (!rep.ok(strata_comm_memory(comm, &m), comm, "strata_comm_memory")) return;
+    const uint64_t mapped = ownSegmentsMapped(rank);
+    if (mapped == 0 || pagesOf(m.shared_bytes) != mapped)
+      rep.fail("shared_bytes %" PRIu64 " (%" PRIu64 " in pages), but this rank maps %" PRIu64
+               " bytes of its own segments",
+               m.shared_bytes, pagesOf(m.shared_bytes), mapped);
+    // shm slots live in the segment; no call has run: no staging, no scratch.
+    if (m.host_bytes != 0 || m.pinned_bytes != 0 || m.device_bytes != 0)
+      rep.fail("host %" PRIu64 ", pinned %" PRIu64 ", device %" PRIu64 " before any call", m.host_bytes,
+               m.pinned_bytes, m.device_bytes);
+    if (strata_comm_memory(comm, nullptr) != STRATA_ERR_INVALID_ARGUMENT || !mentions(strata_last_error(), "usage"))
+      rep.fail("a NULL usage: '%s'", strata_last_error());
+    strata_memory_t tiny = STRATA_MEMORY_INITIALIZER;
+    tiny.size = sizeof(size_t);
+    if (strata_comm_memory(comm, &tiny) != STRATA_ERR_INVALID_ARGUMENT ||
+        !mentions(strata_last_error(), "usage->size"))
+      rep.fail("a usage too small: '%s'", strata_last_error());
+    rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
+  }));
+}
+
+// Over tcp each pair connects at its first call: nothing is held before it.
+// Afterwards the slots a connector used exist, each a whole ring of
+// STRATA_NSLOTS x STRATA_SLOT_BYTES, beside 16 KiB read-ahead buffers: the
+// count must be a ring count and a buffer count within what 2 channels, one
+// peer and both directions can hold (a ring of 2 x 17 pages is no multiple of
+// 16 KiB, so the split is unique).
+TEST(CommMemory, TcpSlotsAppearWithTheFirstCall) {
+  constexpr uint64_t kRing = 2 * 69632, kReadAhead = 16384;
+  constexpr int kChannels = 2;
+  expectAllPassed(runRanks(2, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm = nullptr;
+    if (!rep.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+    strata_memory_t before = STRATA_MEMORY_INITIALIZER;
+    if (!rep.ok(strata_comm_memory(comm, &before), comm, "strata_comm_memory")) return;
+    if (before.host_bytes != 0 || before.shared_bytes != 0)
+      rep.fail("before any call: host %" PRIu64 ", shared %" PRIu64, before.host_bytes, before.shared_bytes);
+    std::vector<float> data(1 << 20, 1.0f + rank);
+    if (!rep.ok(strata_allreduce(data.data(), data.data(), data.size(), STRATA_FLOAT32, STRATA_SUM, comm), comm,
+                "allreduce"))
+      return;
+    if (data[12345] != 3.0f) rep.fail("allreduce: %g, want 3", data[12345]);
+    strata_memory_t after = STRATA_MEMORY_INITIALIZER;
+    if (!rep.ok(strata_comm_memory(comm, &after), comm, "strata_comm_memory")) return;
+    bool split = false;
+    for (uint64_t rings = 1; rings <= 2 * kChannels && !split; ++rings)
+      split = after.host_bytes >= rings * kRing && (after.host_bytes - rings * kRing) % kReadAhead == 0 &&
+              (after.host_bytes - rings * kRing) / kReadAhead <= kChannels;
+    if (!split)
+      rep.fail("host_bytes %" PRIu64 " after an allreduce over tcp is not 1 to %d rings of %" PRIu64
+               " bytes and up to %d read-ahead buffers",
+               after.host_bytes, 2 * kChannels, kRing, kChannels);
+    rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
+  }, {{"STRATA_TRANSPORT", "tcp"}, {"STRATA_NCHANNELS", "2"}, {"STRATA_SLOT_BYTES", "69632"}, {"STRATA_NSLOTS", "2"}}));
+}
+
+}  // namespace
+}  // namespace strata::test
