@@ -112,6 +112,11 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
   shape_ = PlanShape{rank_, nranks_, nchannels, config_.slotBytes, 0, &layout_};
   p2pSeqs_.sent.assign(nranks_, 0);
   p2pSeqs_.received.assign(nranks_, 0);
+  isa_ = kernels::selectedIsa();
+
+  // Connecting settles the channels and slots (STRATA_MEM_BUDGET), which
+  // the tuning then plans with.
+  STRATA_CHECK(connectTransports(self));
   STRATA_CHECK(Tuning::create(config_.algo, config_.oneshotBytes, config_.cost, shape_, config_.reproducible, &tuning_,
                               config_.algoBy));
   if (!config_.tunerFile.empty()) {
@@ -120,10 +125,8 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
     STRATA_CHECK(TunerRules::load(config_.tunerFile,
                                   {nranks_, perNode, shape_.nchannels, shape_.slotBytes, config_.reproducible}, &tuner_));
   }
-  isa_ = kernels::selectedIsa();
-
-  STRATA_CHECK(connectTransports(self));
   STRATA_CHECK(decideDevice(self));
+  nchannels = shape_.nchannels;
   channels_ = std::vector<Channel>(nchannels);
   STRATA_CHECK(timeline::Timeline::open(rank_, nranks_, bootstrap_->commTag(), nchannels, transportNames(), &timeline_));
   for (int ch = 0; ch < nchannels; ++ch) {
@@ -303,16 +306,42 @@ int Comm::connectedPeers() const {
   return nranks_ - 1;
 }
 
+uint64_t Comm::mostHeld(const SlotSizing& s) const {
+  const ConnectRequest sizing{nullptr, nullptr, {}, 0, {}, s.nchannels, s.slotBytes, s.nslots};
+  uint64_t most = 0;
+  for (size_t t = 0; t < transports_.size(); ++t) {
+    const size_t npeers = std::count(peerTransport_.begin(), peerTransport_.end(), static_cast<int>(t));
+    if (npeers) most += transports_[t]->mostHeld(sizing, npeers);
+  }
+  return most;
+}
+
 Status Comm::avoidShortTransports(const topo::HostInfo& self) {
   const auto& hosts = bootstrap_->hosts();
   // What each transport chosen here lacks on this host, voted by every rank.
+  // Sent as bytes: no padding left uninitialised.
   struct Vote {
     uint32_t shortMask;  // bit t: transport t is short here
     uint32_t lazy;       // STRATA_CONNECT=lazy: asked here, where every rank's answer is heard
+    // The slots within this rank's STRATA_MEM_BUDGET (its sizing unchanged
+    // without one), or the least it needs where they do not fit.
+    uint64_t slotBytes;
+    uint64_t least;
+    int32_t nchannels;
+    int32_t nslots;
+    uint32_t fits;
+    uint32_t pad;
     char why[512];
   } mine{};
   mine.lazy = config_.lazyConnect;
-  const ConnectRequest sizing{nullptr, nullptr, {}, 0, {}, shape_.nchannels, shape_.slotBytes, config_.nslots};
+  SlotSizing fitted{shape_.nchannels, shape_.slotBytes, config_.nslots};
+  mine.fits = config_.memBudget == 0 || fitSlots(config_.memBudget, [this](const SlotSizing& s) { return mostHeld(s); },
+                                                 &fitted);
+  mine.slotBytes = fitted.slotBytes;
+  mine.nchannels = fitted.nchannels;
+  mine.nslots = fitted.nslots;
+  mine.least = mostHeld(fitted);
+  const ConnectRequest sizing{nullptr, nullptr, {}, 0, {}, fitted.nchannels, fitted.slotBytes, fitted.nslots};
   for (size_t t = 0; t < transports_.size() && t < 32; ++t) {
     // Pairs connected when first needed cannot be counted ahead: a shortage
     // is that pair's error, when it comes.
@@ -330,6 +359,26 @@ Status Comm::avoidShortTransports(const topo::HostInfo& self) {
       return STRATA_INVALID_ARG("ranks %d and %d disagree: STRATA_CONNECT=%s and %s; every rank of a communicator "
                                 "needs the same", rank_, r, mine.lazy ? "lazy" : "eager",
                                 votes[r].lazy ? "lazy" : "eager");
+  // Every rank's plans assume the same slots: the smallest any rank's budget allows.
+  for (int r = 0; r < nranks_; ++r) {
+    const Vote& v = votes[r];
+    if (!v.fits)
+      return STRATA_INVALID_ARG("STRATA_MEM_BUDGET=%llu bytes is less than rank %d needs at least: %llu bytes (%d "
+                                "channel(s), %d slots of %llu bytes per FIFO, to every peer it may use)",
+                                (unsigned long long)config_.memBudget, r, (unsigned long long)v.least, v.nchannels,
+                                v.nslots, (unsigned long long)v.slotBytes);
+    shape_.nchannels = std::min(shape_.nchannels, static_cast<int>(v.nchannels));
+    shape_.slotBytes = std::min<size_t>(shape_.slotBytes, v.slotBytes);
+    config_.nslots = std::min(config_.nslots, static_cast<int>(v.nslots));
+  }
+  config_.slotBytes = shape_.slotBytes;
+  if (config_.memBudget != 0) {
+    const uint64_t most = mostHeld({shape_.nchannels, shape_.slotBytes, config_.nslots});
+    config_.gpuStagingCacheBytes = std::min<uint64_t>(config_.gpuStagingCacheBytes, config_.memBudget - most);
+    STRATA_INFO(INIT, "STRATA_MEM_BUDGET=%llu: %d channel(s), %d slots of %zu bytes per FIFO, at most %llu bytes of "
+                "slots here; %zu for the staging cache", (unsigned long long)config_.memBudget, shape_.nchannels,
+                config_.nslots, shape_.slotBytes, (unsigned long long)most, config_.gpuStagingCacheBytes);
+  }
   // A transport short on a host is left out of that host's pairs, on both
   // ends alike: every rank reads the same votes.
   bool warned = false;

@@ -19,6 +19,7 @@
 #include "comm_config.h"
 #include "control_plane.h"
 #include "lazy_links.h"
+#include "memory_budget.h"
 #include "op_log.h"
 #include "log.h"
 #include "p2p_group.h"
@@ -169,7 +170,12 @@ class Comm final : public FailureSink {
   // (Transport::shortOf: /dev/shm too small for shm's segments) to the next
   // transport that reaches them, saying why; or fails, saying why, under
   // STRATA_SHM_FALLBACK=0 or a forced STRATA_TRANSPORT.
+  // Also sizes the slots to every rank's STRATA_MEM_BUDGET (memory_budget.h):
+  // both are agreed in one vote.
   Status avoidShortTransports(const topo::HostInfo& self);
+  // The most host memory this rank's transports would hold with `s`, once
+  // connected to every peer each is chosen for.
+  uint64_t mostHeld(const SlotSizing& s) const;
   // The transports this rank's peers are reached over, "shm,tcp".
   std::string transportNames() const;
   // STRATA_CHECK=1: every rank's fingerprint (check/fingerprint.h), compared

@@ -28,6 +28,10 @@ Status CommConfig::fromParams(const CommOverrides& overrides, CommConfig* out) {
   if (params::nchannels() < 0 || params::nchannels() > 32)
     return STRATA_INVALID_ARG("STRATA_NCHANNELS=%lld must be in 0..32", (long long)params::nchannels());
   c.nslots = static_cast<int>(nslots);
+  if (params::memBudget() < 0)
+    return STRATA_INVALID_ARG("STRATA_MEM_BUDGET=%lld must be a number of bytes, or 0 (no budget)",
+                              (long long)params::memBudget());
+  c.memBudget = static_cast<uint64_t>(params::memBudget());
   c.slotBytes = static_cast<size_t>(slotBytes);
   c.nthreads = static_cast<int>(params::nthreads());
   c.nchannels = overrides.nchannels > 0 ? overrides.nchannels : static_cast<int>(params::nchannels());

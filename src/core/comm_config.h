@@ -32,6 +32,7 @@ struct CommConfig {
   int64_t spin = -1;          // STRATA_SPIN; -1: chosen from the host's load
   size_t slotBytes = 0;       // STRATA_SLOT_BYTES
   int nslots = 0;             // STRATA_NSLOTS
+  uint64_t memBudget = 0;     // STRATA_MEM_BUDGET; 0: none
   std::string algo;           // STRATA_ALGO
   const char* algoBy = "STRATA_ALGO";  // or the strata_config_t field that set algo
   bool reproducible = false;  // STRATA_REPRODUCIBLE

@@ -96,5 +96,76 @@ TEST(CommMemory, TcpSlotsAppearWithTheFirstCall) {
   }, {{"STRATA_TRANSPORT", "tcp"}, {"STRATA_NCHANNELS", "2"}, {"STRATA_SLOT_BYTES", "69632"}, {"STRATA_NSLOTS", "2"}}));
 }
 
+uint64_t total(const strata_memory_t& m) { return m.shared_bytes + m.host_bytes + m.pinned_bytes; }
+
+// Every rank's sum of `values`, element by element, against a double-precision reference.
+void allreduceChecked(strata_comm_t comm, int rank, int nranks, size_t count, Reporter& rep) {
+  std::vector<float> data(count);
+  for (size_t i = 0; i < count; ++i) data[i] = static_cast<float>((i * 7 + rank * 3) % 17);
+  if (!rep.ok(strata_allreduce(data.data(), data.data(), count, STRATA_FLOAT32, STRATA_SUM, comm), comm, "allreduce"))
+    return;
+  for (size_t i = 0; i < count; ++i) {
+    double want = 0;
+    for (int r = 0; r < nranks; ++r) want += (i * 7 + r * 3) % 17;
+    if (data[i] != static_cast<float>(want)) return rep.fail("allreduce of %zu: [%zu] = %g, want %g", count, i, data[i], want);
+  }
+}
+
+// STRATA_MEM_BUDGET: 4 ranks of one host, whose default slots (8 of 256 KiB
+// per FIFO, a FIFO per channel and local rank) need several MiB each, fit in
+// 1 MiB: what they report and what the kernel says they map stay within it,
+// and allreduces of every size still match the reference.
+TEST(CommMemory, ABudgetShrinksTheSlotsAndResultsHold) {
+  constexpr uint64_t kBudget = 1 << 20;
+  expectAllPassed(runRanks(4, 120, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm = nullptr;
+    if (!rep.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+    for (size_t count : {size_t(1), size_t(1000), size_t(300000), size_t(2000000)})
+      allreduceChecked(comm, rank, nranks, count, rep);
+    strata_memory_t m = STRATA_MEMORY_INITIALIZER;
+    if (!rep.ok(strata_comm_memory(comm, &m), comm, "strata_comm_memory")) return;
+    if (total(m) > kBudget || m.shared_bytes == 0)
+      rep.fail("holds %" PRIu64 " bytes (shared %" PRIu64 "), budget %" PRIu64, total(m), m.shared_bytes, kBudget);
+    if (ownSegmentsMapped(rank) > kBudget)
+      rep.fail("maps %" PRIu64 " bytes of its own segments, budget %" PRIu64, ownSegmentsMapped(rank), kBudget);
+    rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
+  }, {{"STRATA_MEM_BUDGET", std::to_string(kBudget)}, {"STRATA_NCHANNELS", "2"}}));
+}
+
+// Over tcp the budget covers every peer a rank may connect to, connected or
+// not yet: after calls that reach them all, it still holds.
+TEST(CommMemory, ABudgetCoversEveryTcpPeer) {
+  constexpr uint64_t kBudget = 3 << 20;
+  expectAllPassed(runRanks(3, 120, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm = nullptr;
+    if (!rep.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+    std::vector<int32_t> out(3 * 50000), in(out.size());
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int32_t>(rank * 1000000 + i);
+    if (!rep.ok(strata_alltoall(in.data(), out.data(), 50000, STRATA_INT32, comm), comm, "alltoall")) return;
+    for (int r = 0; r < nranks; ++r)
+      if (out[r * 50000 + 7] != r * 1000000 + rank * 50000 + 7)
+        rep.fail("alltoall: block %d holds %d", r, out[r * 50000 + 7]);
+    allreduceChecked(comm, rank, nranks, 1000000, rep);
+    strata_memory_t m = STRATA_MEMORY_INITIALIZER;
+    if (!rep.ok(strata_comm_memory(comm, &m), comm, "strata_comm_memory")) return;
+    if (total(m) > kBudget || m.host_bytes == 0)
+      rep.fail("holds %" PRIu64 " bytes (host %" PRIu64 "), budget %" PRIu64, total(m), m.host_bytes, kBudget);
+    rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
+  }, {{"STRATA_MEM_BUDGET", std::to_string(kBudget)}, {"STRATA_TRANSPORT", "tcp"}, {"STRATA_NCHANNELS", "2"}}));
+}
+
+// A budget below the least any sizing needs fails creation on every rank,
+// saying what that least is.
+TEST(CommMemory, ABudgetTooSmallFailsOnEveryRankSayingTheLeast) {
+  expectAllPassed(runRanks(2, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm = nullptr;
+    const strata_result_t rc = strata_comm_init_rank(&comm, nranks, id, rank);
+    if (rc != STRATA_ERR_INVALID_ARGUMENT || !mentions(strata_last_error(), "STRATA_MEM_BUDGET=4096") ||
+        !mentions(strata_last_error(), "needs at least"))
+      rep.fail("init under a 4 KiB budget: %s: '%s'", strata_result_string(rc), strata_last_error());
+    if (comm) strata_comm_destroy(comm);
+  }, {{"STRATA_MEM_BUDGET", "4096"}}));
+}
+
 }  // namespace
 }  // namespace strata::test

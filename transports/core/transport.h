@@ -67,6 +67,10 @@ class Transport {
   // The memory it allocated for all its connectors (a segment of incoming
   // slots, a worker's regions); read from any thread.
   virtual MemoryHeld held() const { return {}; }
+  // The most host memory (shared, private and pinned) it and its connectors
+  // would hold on this rank once connected to `npeers` peers, sized as
+  // shortOf's `req`: what STRATA_MEM_BUDGET sizes the slots by.
+  virtual uint64_t mostHeld(const ConnectRequest& /*req*/, size_t /*npeers*/) const { return 0; }
 };
 
 // Every transport built into this library, in order of preference, each

@@ -53,14 +53,28 @@ const char* hint(ibv_wc_status status) {
   }
 }
 
+// A slot's header and payload, 64-byte aligned.
+size_t strideOf(size_t slotBytes) { return kHeaderBytes + ((slotBytes + 63) & ~size_t(63)); }
+// Send-queue entries: every slot's write and credit, and unsignalled runs.
+int sendQueueFor(int nslots) { return 2 * nslots + 4 * kSignalEvery; }
+// The two registered regions (init()): the send FIFO with a credit value
+// per send-queue entry, and the receive FIFO with its credit word.
+size_t sendRegionBytes(size_t fifo, uint32_t sqDepth) { return fifo + sqDepth * sizeof(uint64_t); }
+size_t recvRegionBytes(size_t fifo) { return fifo + 64; }
+
 }  // namespace
+
+uint64_t Link::mostRegistered(size_t slotBytes, int nslots) {
+  const size_t fifo = static_cast<size_t>(nslots) * strideOf(slotBytes);
+  return sendRegionBytes(fifo, static_cast<uint32_t>(sendQueueFor(nslots))) + recvRegionBytes(fifo);
+}
 
 Link::Link(Device& device, std::shared_ptr<sockets::SocketLink> side, const LinkConfig& config)
     : device_(device),
       side_(std::move(side)),
       config_(config),
-      stride_(kHeaderBytes + ((config.slotBytes + 63) & ~size_t(63))),
-      sqDepth_(static_cast<uint32_t>(std::min(2 * config.nslots + 4 * kSignalEvery, device.maxQpWr()))),
+      stride_(strideOf(config.slotBytes)),
+      sqDepth_(static_cast<uint32_t>(std::min(sendQueueFor(config.nslots), device.maxQpWr()))),
       psn_(std::random_device{}() & 0xffffff),
       cache_(device.pd(), kCacheEntries),
       arrived_(static_cast<size_t>(config.nslots), 0) {}
@@ -103,11 +117,11 @@ Status Link::init() {
   // and the credit values, which only this end's adapter reads, are
   // registered for local access alone, so no key a peer holds reaches them.
   const size_t fifo = static_cast<size_t>(config_.nslots) * stride_;
-  STRATA_CHECK(registerRegion(fifo + sqDepth_ * sizeof(uint64_t), IBV_ACCESS_LOCAL_WRITE, "send FIFO", &local_,
+  STRATA_CHECK(registerRegion(sendRegionBytes(fifo, sqDepth_), IBV_ACCESS_LOCAL_WRITE, "send FIFO", &local_,
                               &localMr_));
   creditOut_ = reinterpret_cast<uint64_t*>(local_ + fifo);
-  STRATA_CHECK(registerRegion(fifo + 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "receive FIFO", &remote_,
-                              &remoteMr_));
+  STRATA_CHECK(registerRegion(recvRegionBytes(fifo), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                              "receive FIFO", &remote_, &remoteMr_));
   creditIn_ = reinterpret_cast<volatile uint64_t*>(remote_ + fifo);
   const int cqe = config_.nqps * static_cast<int>(sqDepth_ + config_.nslots) + 16;
   events_ = ibv_create_comp_channel(device_.context());

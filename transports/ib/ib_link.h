@@ -84,6 +84,9 @@ class Link {
   void abort();
   // Its two registered FIFOs' bytes (set by init(), before connectors exist).
   uint64_t registeredBytes() const { return registered_; }
+  // The most a link with `slotBytes` slots, `nslots` of them, registers
+  // (a device with smaller queues registers less).
+  static uint64_t mostRegistered(size_t slotBytes, int nslots);
   // Reaps completions, sends a pending credit, and checks now and then that
   // the peer is still there. True if anything completed.
   bool poll();

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "ib_device.h"
+#include "ib_link.h"
 #include "transport.h"
 
 namespace strata::ib {
@@ -20,6 +21,10 @@ class IbTransport final : public Transport {
     return self.rdma[0] != '\0' && peer.rdma[0] != '\0';
   }
   Status connect(const ConnectRequest& req, Connections& out) override;
+  // Per peer and channel: one link's registered FIFOs.
+  uint64_t mostHeld(const ConnectRequest& req, size_t npeers) const override {
+    return npeers * req.nchannels * Link::mostRegistered(req.slotBytes, req.nslots);
+  }
   // Each call makes its own side sockets, queue pairs and completion queues
   // on the device, which verbs lets threads share.
   bool connectsPairs() const override { return true; }

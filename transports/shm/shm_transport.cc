@@ -48,6 +48,10 @@ std::string ShmTransport::shortOf(const ConnectRequest& req, size_t npeers) cons
   return text;
 }
 
+uint64_t ShmTransport::mostHeld(const ConnectRequest& req, size_t npeers) const {
+  return uint64_t(fifoBytesOf(req)) * req.nchannels * (npeers + 1);
+}
+
 bool ShmTransport::canConnect(const topo::HostInfo& self, const topo::HostInfo& peer) const {
   return topo::sameHost(self, peer);
 }

@@ -19,6 +19,8 @@ class ShmTransport final : public Transport {
   std::string shortOf(const ConnectRequest& req, size_t npeers) const override;
   Status connect(const ConnectRequest& req, Connections& out) override;
   MemoryHeld held() const override { return {ownBytes_, 0, 0, 0}; }
+  // Its own segment: a FIFO per channel and local rank.
+  uint64_t mostHeld(const ConnectRequest& req, size_t npeers) const override;
 
  private:
   std::vector<std::unique_ptr<Segment>> segments_;  // own first, then peers'

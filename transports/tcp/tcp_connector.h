@@ -118,6 +118,8 @@ class TcpRecvConnector final : public RecvConnector {
   // buffer (TlsSession::hasBuffered); a socket with no free slot waits for
   // release(), made by the thread that drives this connector, not for data.
   void addPollFds(std::vector<pollfd>& out) const override { stripes_.addPollFds(out, POLLIN); }
+  // A socket's read-ahead buffer (Staging).
+  static constexpr size_t kStagingBytes = 16384;
   MemoryHeld held() const override {
     return {0, ring_.allocated() + stagingAllocated_.load(std::memory_order_relaxed), 0, 0};
   }
@@ -131,7 +133,6 @@ class TcpRecvConnector final : public RecvConnector {
     size_t begin = 0;
     size_t end = 0;
   };
-  static constexpr size_t kStagingBytes = 16384;
 
   struct Posting {
     char* dst;

@@ -83,12 +83,20 @@ uint64_t openDescriptors() {
   return n;
 }
 
+// STRATA_NSOCKS: sockets per (pair, channel).
+uint64_t socketsPerLink() { return static_cast<uint64_t>(std::max<int64_t>(1, params::nsocks())); }
+
 }  // namespace
+
+uint64_t TcpTransport::mostHeld(const ConnectRequest& req, size_t npeers) const {
+  return npeers * req.nchannels *
+         (2 * uint64_t(req.nslots) * req.slotBytes + socketsPerLink() * TcpRecvConnector::kStagingBytes);
+}
 
 std::string TcpTransport::shortOf(const ConnectRequest& req, size_t npeers) const {
   rlimit limit;
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "";
-  const uint64_t nsocks = static_cast<uint64_t>(std::max<int64_t>(1, params::nsocks()));
+  const uint64_t nsocks = socketsPerLink();
   const uint64_t need = npeers * req.nchannels * nsocks + kSpareDescriptors;
   const uint64_t open = openDescriptors();
   const uint64_t left = limit.rlim_cur > open ? limit.rlim_cur - open : 0;

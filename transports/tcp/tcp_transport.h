@@ -16,6 +16,8 @@ class TcpTransport final : public Transport {
   // A socket per peer, channel and STRATA_NSOCKS, against the descriptors
   // this process may still open (ulimit -n).
   std::string shortOf(const ConnectRequest& req, size_t npeers) const override;
+  // Per peer and channel: a ring of slots each way, a read-ahead buffer per socket.
+  uint64_t mostHeld(const ConnectRequest& req, size_t npeers) const override;
   Status connect(const ConnectRequest& req, Connections& out) override;
   // Each call listens on its own port and keeps no state between calls.
   bool connectsPairs() const override { return true; }

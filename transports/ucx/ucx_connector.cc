@@ -241,7 +241,7 @@ void* UcxLink::closeEndpoint() {
 SlotRing::SlotRing(Worker& worker, ucp_context_h context, size_t slotBytes, int nslots)
     : slotBytes_(slotBytes),
       nslots_(static_cast<uint64_t>(nslots)),
-      region_(worker.allocate(context, (kHeaderArea + slotBytes) * static_cast<size_t>(nslots))) {}
+      region_(worker.allocate(context, bytesFor(slotBytes, nslots_))) {}
 
 void releaseRequests(UcxLink& link, std::vector<void*>& requests, bool cancel) {
   if (cancel)

@@ -209,7 +209,8 @@ class SlotRing {
   WireHeader& header(uint64_t index) const { return *reinterpret_cast<WireHeader*>(message(index)); }
   char* payload(uint64_t index) const { return message(index) + sizeof(WireHeader); }
   ucp_mem_h memh() const { return region_->memh(); }
-  uint64_t bytes() const { return (kHeaderArea + slotBytes_) * nslots_; }
+  uint64_t bytes() const { return bytesFor(slotBytes_, nslots_); }
+  static uint64_t bytesFor(size_t slotBytes, uint64_t nslots) { return (kHeaderArea + slotBytes) * nslots; }
 
  private:
   size_t slotBytes_;

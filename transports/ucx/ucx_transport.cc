@@ -136,6 +136,10 @@ Status UcxTransport::init() {
   return Status::ok();
 }
 
+uint64_t UcxTransport::mostHeld(const ConnectRequest& req, size_t npeers) const {
+  return npeers * req.nchannels * 2 * SlotRing::bytesFor(req.slotBytes, static_cast<uint64_t>(req.nslots));
+}
+
 Status UcxTransport::connect(const ConnectRequest& req, Connections& out) {
   const int me = req.oob->rank();
   const int nranks = req.oob->size();

@@ -23,6 +23,8 @@ class UcxTransport final : public Transport {
   const char* name() const override { return "ucx"; }
   bool canConnect(const topo::HostInfo&, const topo::HostInfo&) const override { return true; }
   Status connect(const ConnectRequest& req, Connections& out) override;
+  // Per peer and channel: a ring of slots each way.
+  uint64_t mostHeld(const ConnectRequest& req, size_t npeers) const override;
 
  private:
   Status init();
