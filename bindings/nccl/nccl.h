@@ -180,7 +180,8 @@ ncclResult_t ncclCommCount(const ncclComm_t comm, int* count);
  * entry for ncclCommInitAll); -1 where no GPU was usable. */
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device);
 /* GPU memory the communicator holds (NCCL 2.29's call): Total and Persist
- * are the same, since strata suspends none (Suspend 0, Suspended 0). */
+ * are the same, since strata suspends none (Suspend 0, Suspended 0). Not
+ * alongside another thread's calls on comm. */
 ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank);
 

@@ -288,8 +288,10 @@ STRATA_API strata_result_t strata_comm_size(strata_comm_t comm, int* size);
  * call, so this grows as calls reach new peers), the pinned staging of
  * stream-ordered calls (its cache included), and the scratch of cached
  * plans. Not counted: the caller's buffers and memory registered for them,
- * the kernel's socket buffers, bookkeeping. Start from
- * STRATA_MEMORY_INITIALIZER; fields past `size` are not written. */
+ * the kernel's socket buffers, bookkeeping. STRATA_MEM_BUDGET caps the
+ * slots. A call on comm like the others: not alongside another thread's
+ * calls on it. Start from STRATA_MEMORY_INITIALIZER; fields past `size`
+ * are not written. */
 typedef struct {
   size_t size;           /* sizeof(strata_memory_t) */
   uint64_t shared_bytes; /* shared memory this rank created (/dev/shm): its incoming shm slots */

@@ -410,9 +410,10 @@ STRATA_API strata_result_t strata_comm_memory(strata_comm_t comm, strata_memory_
   Status s = api::ready(comm);
   if (!s.isOk()) return finish(s, comm);
   const MemoryHeld held = comm->impl->memoryHeld();
-  // A program built against a shorter struct gets the fields it has.
+  // A program built against a shorter struct gets the whole fields it has.
   strata_memory_t full{sizeof(strata_memory_t), held.shared, held.host, held.pinned, held.device};
-  const size_t size = std::min(usage->size, sizeof(full));
+  const size_t fields = (std::min(usage->size, sizeof(full)) - sizeof(full.size)) / sizeof(uint64_t);
+  const size_t size = sizeof(full.size) + fields * sizeof(uint64_t);
   std::memcpy(reinterpret_cast<char*>(usage) + sizeof(usage->size),
               reinterpret_cast<const char*>(&full) + sizeof(full.size), size - sizeof(full.size));
   return STRATA_SUCCESS;

@@ -13,11 +13,12 @@ Status makePick(Coll coll, const char* algorithm, int channels, size_t chunkByte
   *pick = CallPick{};
   if (channels < 0 || channels > limits.nchannels)
     return STRATA_INVALID_ARG("%schannels=%d must be 0 (the communicator's choice) or 1..%d (its channels, "
-                              "STRATA_NCHANNELS)", prefix, channels, limits.nchannels);
+                              "STRATA_NCHANNELS, fewer under STRATA_MEM_BUDGET)", prefix, channels, limits.nchannels);
   pick->nchannels = channels;
   if (chunkBytes != 0 && (chunkBytes < 4096 || chunkBytes > limits.slotBytes || chunkBytes % 64 != 0))
     return STRATA_INVALID_ARG("%schunk_bytes=%zu must be 0 (the communicator's) or a multiple of 64 in "
-                              "4096..%zu (STRATA_SLOT_BYTES)", prefix, chunkBytes, limits.slotBytes);
+                              "4096..%zu (STRATA_SLOT_BYTES, smaller under STRATA_MEM_BUDGET)", prefix, chunkBytes,
+                              limits.slotBytes);
   pick->chunkBytes = chunkBytes;
   if (!algorithm) return Status::ok();
   const std::string name(algorithm, strnlen(algorithm, 64));

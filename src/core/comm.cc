@@ -232,6 +232,7 @@ Status Comm::connectTransports(const topo::HostInfo& self) {
     peerTransport_[p] = t;
   }
   STRATA_CHECK(avoidShortTransports(self));
+  STRATA_CHECK(fitMemoryBudget());
   int otherPidNamespace = -1;
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
@@ -316,6 +317,49 @@ uint64_t Comm::mostHeld(const SlotSizing& s) const {
   return most;
 }
 
+Status Comm::fitMemoryBudget() {
+  if (!budgeted_) return Status::ok();
+  // Sent as bytes: no padding left uninitialised.
+  struct Fit {
+    uint64_t budget;     // this rank's STRATA_MEM_BUDGET (0: none)
+    uint64_t slotBytes;  // the slots within it (the sizing unchanged
+    uint64_t least;      // without one), or the least it needs
+    int32_t nchannels;
+    int32_t nslots;
+    uint32_t fits;
+    uint32_t pad;
+  } mine{config_.memBudget, 0, 0, 0, 0, 1, 0};
+  SlotSizing fitted{shape_.nchannels, shape_.slotBytes, config_.nslots};
+  if (config_.memBudget != 0)
+    mine.fits = fitSlots(config_.memBudget, [this](const SlotSizing& s) { return mostHeld(s); }, &fitted);
+  mine.slotBytes = fitted.slotBytes;
+  mine.least = mostHeld(fitted);
+  mine.nchannels = fitted.nchannels;
+  mine.nslots = fitted.nslots;
+  std::vector<Fit> fits(nranks_);
+  STRATA_CHECK(bootstrap_->allgather(&mine, fits.data(), sizeof(Fit)));
+  // Every rank's plans assume the same slots: the smallest any rank's budget allows.
+  for (int r = 0; r < nranks_; ++r) {
+    const Fit& f = fits[r];
+    if (!f.fits)
+      return STRATA_INVALID_ARG("STRATA_MEM_BUDGET=%llu bytes on rank %d is less than it needs at least: %llu bytes "
+                                "(%d channel(s), %d slots of %llu bytes per FIFO, to every peer it may use)",
+                                (unsigned long long)f.budget, r, (unsigned long long)f.least, f.nchannels, f.nslots,
+                                (unsigned long long)f.slotBytes);
+    shape_.nchannels = std::min(shape_.nchannels, static_cast<int>(f.nchannels));
+    shape_.slotBytes = std::min<size_t>(shape_.slotBytes, f.slotBytes);
+    config_.nslots = std::min(config_.nslots, static_cast<int>(f.nslots));
+  }
+  config_.slotBytes = shape_.slotBytes;
+  if (config_.memBudget == 0) return Status::ok();
+  const uint64_t most = mostHeld({shape_.nchannels, shape_.slotBytes, config_.nslots});
+  config_.gpuStagingCacheBytes = std::min<uint64_t>(config_.gpuStagingCacheBytes, config_.memBudget - most);
+  STRATA_INFO(INIT, "STRATA_MEM_BUDGET=%llu: %d channel(s), %d slots of %zu bytes per FIFO, at most %llu bytes of "
+              "slots here; %zu for the staging cache", (unsigned long long)config_.memBudget, shape_.nchannels,
+              config_.nslots, shape_.slotBytes, (unsigned long long)most, config_.gpuStagingCacheBytes);
+  return Status::ok();
+}
+
 Status Comm::avoidShortTransports(const topo::HostInfo& self) {
   const auto& hosts = bootstrap_->hosts();
   // What each transport chosen here lacks on this host, voted by every rank.
@@ -323,25 +367,12 @@ Status Comm::avoidShortTransports(const topo::HostInfo& self) {
   struct Vote {
     uint32_t shortMask;  // bit t: transport t is short here
     uint32_t lazy;       // STRATA_CONNECT=lazy: asked here, where every rank's answer is heard
-    // The slots within this rank's STRATA_MEM_BUDGET (its sizing unchanged
-    // without one), or the least it needs where they do not fit.
-    uint64_t slotBytes;
-    uint64_t least;
-    int32_t nchannels;
-    int32_t nslots;
-    uint32_t fits;
-    uint32_t pad;
+    uint64_t budget;     // STRATA_MEM_BUDGET: fitMemoryBudget() runs where any rank has one
     char why[512];
   } mine{};
   mine.lazy = config_.lazyConnect;
-  SlotSizing fitted{shape_.nchannels, shape_.slotBytes, config_.nslots};
-  mine.fits = config_.memBudget == 0 || fitSlots(config_.memBudget, [this](const SlotSizing& s) { return mostHeld(s); },
-                                                 &fitted);
-  mine.slotBytes = fitted.slotBytes;
-  mine.nchannels = fitted.nchannels;
-  mine.nslots = fitted.nslots;
-  mine.least = mostHeld(fitted);
-  const ConnectRequest sizing{nullptr, nullptr, {}, 0, {}, fitted.nchannels, fitted.slotBytes, fitted.nslots};
+  mine.budget = config_.memBudget;
+  const ConnectRequest sizing{nullptr, nullptr, {}, 0, {}, shape_.nchannels, shape_.slotBytes, config_.nslots};
   for (size_t t = 0; t < transports_.size() && t < 32; ++t) {
     // Pairs connected when first needed cannot be counted ahead: a shortage
     // is that pair's error, when it comes.
@@ -359,26 +390,7 @@ Status Comm::avoidShortTransports(const topo::HostInfo& self) {
       return STRATA_INVALID_ARG("ranks %d and %d disagree: STRATA_CONNECT=%s and %s; every rank of a communicator "
                                 "needs the same", rank_, r, mine.lazy ? "lazy" : "eager",
                                 votes[r].lazy ? "lazy" : "eager");
-  // Every rank's plans assume the same slots: the smallest any rank's budget allows.
-  for (int r = 0; r < nranks_; ++r) {
-    const Vote& v = votes[r];
-    if (!v.fits)
-      return STRATA_INVALID_ARG("STRATA_MEM_BUDGET=%llu bytes is less than rank %d needs at least: %llu bytes (%d "
-                                "channel(s), %d slots of %llu bytes per FIFO, to every peer it may use)",
-                                (unsigned long long)config_.memBudget, r, (unsigned long long)v.least, v.nchannels,
-                                v.nslots, (unsigned long long)v.slotBytes);
-    shape_.nchannels = std::min(shape_.nchannels, static_cast<int>(v.nchannels));
-    shape_.slotBytes = std::min<size_t>(shape_.slotBytes, v.slotBytes);
-    config_.nslots = std::min(config_.nslots, static_cast<int>(v.nslots));
-  }
-  config_.slotBytes = shape_.slotBytes;
-  if (config_.memBudget != 0) {
-    const uint64_t most = mostHeld({shape_.nchannels, shape_.slotBytes, config_.nslots});
-    config_.gpuStagingCacheBytes = std::min<uint64_t>(config_.gpuStagingCacheBytes, config_.memBudget - most);
-    STRATA_INFO(INIT, "STRATA_MEM_BUDGET=%llu: %d channel(s), %d slots of %zu bytes per FIFO, at most %llu bytes of "
-                "slots here; %zu for the staging cache", (unsigned long long)config_.memBudget, shape_.nchannels,
-                config_.nslots, shape_.slotBytes, (unsigned long long)most, config_.gpuStagingCacheBytes);
-  }
+  budgeted_ = std::any_of(votes.begin(), votes.end(), [](const Vote& v) { return v.budget != 0; });
   // A transport short on a host is left out of that host's pairs, on both
   // ends alike: every rank reads the same votes.
   bool warned = false;

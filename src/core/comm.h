@@ -170,9 +170,11 @@ class Comm final : public FailureSink {
   // (Transport::shortOf: /dev/shm too small for shm's segments) to the next
   // transport that reaches them, saying why; or fails, saying why, under
   // STRATA_SHM_FALLBACK=0 or a forced STRATA_TRANSPORT.
-  // Also sizes the slots to every rank's STRATA_MEM_BUDGET (memory_budget.h):
-  // both are agreed in one vote.
+  // Also learns whether any rank has a STRATA_MEM_BUDGET (budgeted_).
   Status avoidShortTransports(const topo::HostInfo& self);
+  // Then, where one has, sizes the slots so that every rank's transports fit
+  // its own (memory_budget.h), the same on every rank: one more vote.
+  Status fitMemoryBudget();
   // The most host memory this rank's transports would hold with `s`, once
   // connected to every peer each is chosen for.
   uint64_t mostHeld(const SlotSizing& s) const;
@@ -268,6 +270,7 @@ class Comm final : public FailureSink {
   int nranks_ = 0;
   CommOverrides overrides_;
   CommConfig config_;
+  bool budgeted_ = false;  // some rank has a STRATA_MEM_BUDGET
   int64_t spins_ = 0;
   std::atomic<bool> hasSockets_{false};
   bool oversubscribed_ = false;

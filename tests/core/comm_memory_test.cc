@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cinttypes>
+#include <cstddef>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -52,6 +54,14 @@ TEST(CommMemory, SharedBytesAreTheRanksOwnSegment) {
                m.pinned_bytes, m.device_bytes);
     if (strata_comm_memory(comm, nullptr) != STRATA_ERR_INVALID_ARGUMENT || !mentions(strata_last_error(), "usage"))
       rep.fail("a NULL usage: '%s'", strata_last_error());
+    // A program built against a struct of one field gets that field alone.
+    strata_memory_t older = {offsetof(strata_memory_t, host_bytes), 0, 7, 7, 7};
+    if (!rep.ok(strata_comm_memory(comm, &older), comm, "strata_comm_memory (one field)")) return;
+    if (older.shared_bytes != m.shared_bytes || older.host_bytes != 7 || older.pinned_bytes != 7 ||
+        older.device_bytes != 7)
+      rep.fail("a struct of one field: shared %" PRIu64 " (want %" PRIu64 "), past it %" PRIu64 " %" PRIu64
+               " %" PRIu64 " (want 7)", older.shared_bytes, m.shared_bytes, older.host_bytes, older.pinned_bytes,
+               older.device_bytes);
     strata_memory_t tiny = STRATA_MEMORY_INITIALIZER;
     tiny.size = sizeof(size_t);
     if (strata_comm_memory(comm, &tiny) != STRATA_ERR_INVALID_ARGUMENT ||
@@ -154,13 +164,33 @@ TEST(CommMemory, ABudgetCoversEveryTcpPeer) {
   }, {{"STRATA_MEM_BUDGET", std::to_string(kBudget)}, {"STRATA_TRANSPORT", "tcp"}, {"STRATA_NCHANNELS", "2"}}));
 }
 
+// A budget on one rank sizes every rank's slots alike (plans assume it):
+// both then hold the same segment, within that budget.
+TEST(CommMemory, ABudgetOnOneRankSizesEveryRank) {
+  constexpr uint64_t kBudget = 1 << 20;
+  expectAllPassed(runRanks(2, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    if (rank == 0) setenv("STRATA_MEM_BUDGET", std::to_string(kBudget).c_str(), 1);
+    strata_comm_t comm = nullptr;
+    if (!rep.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init")) return;
+    strata_memory_t m = STRATA_MEMORY_INITIALIZER;
+    if (!rep.ok(strata_comm_memory(comm, &m), comm, "strata_comm_memory")) return;
+    uint64_t shared[2] = {0, 0};
+    if (!rep.ok(strata_allgather(&m.shared_bytes, shared, 1, STRATA_UINT64, comm), comm, "allgather")) return;
+    if (shared[0] != shared[1] || shared[0] > kBudget)
+      rep.fail("shared bytes %" PRIu64 " and %" PRIu64 " with a budget of %" PRIu64 " on rank 0 alone", shared[0],
+               shared[1], kBudget);
+    allreduceChecked(comm, rank, nranks, 500000, rep);
+    rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
+  }));
+}
+
 // A budget below the least any sizing needs fails creation on every rank,
 // saying what that least is.
 TEST(CommMemory, ABudgetTooSmallFailsOnEveryRankSayingTheLeast) {
   expectAllPassed(runRanks(2, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
     strata_comm_t comm = nullptr;
     const strata_result_t rc = strata_comm_init_rank(&comm, nranks, id, rank);
-    if (rc != STRATA_ERR_INVALID_ARGUMENT || !mentions(strata_last_error(), "STRATA_MEM_BUDGET=4096") ||
+    if (rc != STRATA_ERR_INVALID_ARGUMENT || !mentions(strata_last_error(), "STRATA_MEM_BUDGET=4096 bytes on rank") ||
         !mentions(strata_last_error(), "needs at least"))
       rep.fail("init under a 4 KiB budget: %s: '%s'", strata_result_string(rc), strata_last_error());
     if (comm) strata_comm_destroy(comm);
