@@ -138,7 +138,8 @@ bool parseSize(const char* text, size_t* out) {
                "  --poll              issue each timed call non-blocking (strata_iallreduce, ...; -m of them\n"
                "                      back to back, not grouped) and finish it by polling strata_test\n"
                "  --resources         after the table, each rank's init time, first 8-byte allreduce, open\n"
-               "                      files, threads and RSS: the largest and the mean over the ranks\n",
+               "                      files, threads, RSS and what strata holds for transfers\n"
+               "                      (strata_comm_memory): the largest and the mean over the ranks\n",
                argv0);
   std::exit(code);
 }
@@ -618,18 +619,26 @@ double connectedPeers(strata_comm_t comm) {
 // --resources: what this rank's init took, its first 8-byte allreduce (the
 // first call builds plans and, lazily, anything else it needs), and the
 // process's open files, threads and resident memory after the table, the
-// peers it holds connections to and its open files per such peer; rank 0
-// prints the largest and the mean over the ranks.
+// peers it holds connections to and its open files per such peer, and what
+// the communicator holds for its transfers (strata_comm_memory, every
+// kind); rank 0 prints the largest and the mean over the ranks.
 void reportResources(strata_comm_t comm, double initSeconds, double firstSeconds) {
   int rank = 0, nranks = 1;
   strata_comm_rank(comm, &rank);
   strata_comm_size(comm, &nranks);
   const double peers = connectedPeers(comm), files = openFiles();
-  const double mine[7] = {initSeconds * 1e3, firstSeconds * 1e3, files, procStatus("Threads"),
-                          procStatus("VmRSS"), peers, files / std::max(1.0, peers)};
-  double most[7], sum[7];
-  if (strata_allreduce(mine, most, 7, STRATA_FLOAT64, STRATA_MAX, comm) != STRATA_SUCCESS ||
-      strata_allreduce(mine, sum, 7, STRATA_FLOAT64, STRATA_SUM, comm) != STRATA_SUCCESS) {
+  strata_memory_t held = STRATA_MEMORY_INITIALIZER;
+  if (strata_comm_memory(comm, &held) != STRATA_SUCCESS) {
+    std::fprintf(stderr, "strata-perf: rank %d: strata_comm_memory: %s\n", rank, strata_comm_last_error(comm));
+    throw Fail{};
+  }
+  const double heldKiB =
+      (held.shared_bytes + held.host_bytes + held.pinned_bytes + held.device_bytes) / 1024.0;
+  const double mine[8] = {initSeconds * 1e3, firstSeconds * 1e3, files, procStatus("Threads"),
+                          procStatus("VmRSS"), peers, files / std::max(1.0, peers), heldKiB};
+  double most[8], sum[8];
+  if (strata_allreduce(mine, most, 8, STRATA_FLOAT64, STRATA_MAX, comm) != STRATA_SUCCESS ||
+      strata_allreduce(mine, sum, 8, STRATA_FLOAT64, STRATA_SUM, comm) != STRATA_SUCCESS) {
     std::fprintf(stderr, "strata-perf: rank %d: gathering --resources: %s\n", rank, strata_comm_last_error(comm));
     throw Fail{};
   }
@@ -637,9 +646,9 @@ void reportResources(strata_comm_t comm, double initSeconds, double firstSeconds
   auto mean = [&](int i) { return sum[i] / nranks; };
   std::printf("# resources over %d ranks (largest / mean): init %.1f / %.1f ms; first 8-byte allreduce %.2f / %.2f "
               "ms; open files %.0f / %.1f; threads %.0f / %.1f; RSS %.0f / %.0f KiB; connected peers %.0f / %.1f; "
-              "open files per connected peer %.2f / %.2f\n",
+              "open files per connected peer %.2f / %.2f; held for transfers %.0f / %.0f KiB\n",
               nranks, most[0], mean(0), most[1], mean(1), most[2], mean(2), most[3], mean(3), most[4], mean(4),
-              most[5], mean(5), most[6], mean(6));
+              most[5], mean(5), most[6], mean(6), most[7], mean(7));
   std::fflush(stdout);
 }
 
