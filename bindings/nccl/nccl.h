@@ -180,9 +180,16 @@ ncclResult_t ncclCommCount(const ncclComm_t comm, int* count);
  * entry for ncclCommInitAll); -1 where no GPU was usable. */
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device);
 /* GPU memory the communicator holds (NCCL 2.29's call): Total and Persist
- * are the same, since strata suspends none (Suspend 0, Suspended 0). Not
- * alongside another thread's calls on comm. */
+ * are the same, since none of strata's can be released (Suspend 0;
+ * Suspended 1 between ncclCommSuspend and ncclCommResume). Not alongside
+ * another thread's calls on comm. */
 ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
+/* NCCL 2.29's suspension: with NCCL_SUSPEND_MEM, NCCL releases what GPU
+ * memory it can until ncclCommResume; strata has none to release, so it
+ * only refuses the communicator's calls (ncclInvalidUsage) meanwhile. */
+#define NCCL_SUSPEND_MEM 0x01
+ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t ncclCommResume(ncclComm_t comm);
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank);
 
 /* Registration is a no-op for strata: the handle only pairs the calls. */
@@ -297,6 +304,8 @@ ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
 ncclResult_t pncclCommCount(const ncclComm_t comm, int* count);
 ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device);
 ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
+ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t pncclCommResume(ncclComm_t comm);
 ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank);
 ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
 ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle);

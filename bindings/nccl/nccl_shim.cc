@@ -28,6 +28,7 @@ struct ncclComm {
   explicit ncclComm(strata_comm_t s) : comm(s) {}
 
   strata_comm_t comm;
+  bool suspended = false;  // ncclCommSuspend: no call until ncclCommResume
   // Pre-multiplied sums: op ncclNumOps + i is premul[i] (invalid when !live).
   // A deque, so that a scalar handed to strata stays put when ops are added.
   struct PreMul {
@@ -145,6 +146,8 @@ struct Prepared {
 
 ncclResult_t prepare(ncclComm_t comm, cudaStream_t stream, ncclDataType_t datatype, Prepared* p) {
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  if (comm->suspended)
+    return fail(ncclInvalidUsage, comm, "the communicator is suspended (ncclCommSuspend): ncclCommResume it first");
   if (!toStrata(datatype, &p->dt)) return fail(ncclInvalidArgument, comm, "datatype=%d is not an ncclDataType_t", datatype);
   p->elem = strata_datatype_size(p->dt);
   p->options.stream = static_cast<strata_stream_t>(stream);
@@ -602,7 +605,7 @@ ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t*
   if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
   if (!value) return fail(ncclInvalidArgument, comm, "value is NULL");
   if (stat == ncclStatGpuMemSuspend || stat == ncclStatGpuMemSuspended) {
-    *value = 0;  // strata suspends nothing
+    *value = stat == ncclStatGpuMemSuspended && comm->suspended;  // none of strata's memory can be released
     return ncclSuccess;
   }
   if (stat != ncclStatGpuMemPersist && stat != ncclStatGpuMemTotal)
@@ -611,6 +614,23 @@ ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t*
   strata_result_t rc = strata_comm_memory(comm->comm, &usage);
   if (rc == STRATA_SUCCESS) *value = usage.device_bytes;
   return done(rc, comm);
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags) try {
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  if (flags & ~NCCL_SUSPEND_MEM)
+    return fail(ncclInvalidArgument, comm, "flags=%#x: only NCCL_SUSPEND_MEM (%#x) is known", static_cast<unsigned>(flags),
+                static_cast<unsigned>(NCCL_SUSPEND_MEM));
+  if (comm->suspended) return fail(ncclInvalidUsage, comm, "the communicator is suspended already");
+  comm->suspended = true;
+  return ncclSuccess;
+} NCCL_CATCH_ESCAPES
+
+ncclResult_t ncclCommResume(ncclComm_t comm) try {
+  if (!comm) return fail(ncclInvalidArgument, nullptr, "comm is NULL");
+  if (!comm->suspended) return fail(ncclInvalidUsage, comm, "the communicator is not suspended (ncclCommSuspend)");
+  comm->suspended = false;
+  return ncclSuccess;
 } NCCL_CATCH_ESCAPES
 
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) try {
@@ -825,6 +845,8 @@ NCCL_PROFILING_NAME(ncclCommGetAsyncError)
 NCCL_PROFILING_NAME(ncclCommCount)
 NCCL_PROFILING_NAME(ncclCommCuDevice)
 NCCL_PROFILING_NAME(ncclCommMemStats)
+NCCL_PROFILING_NAME(ncclCommSuspend)
+NCCL_PROFILING_NAME(ncclCommResume)
 NCCL_PROFILING_NAME(ncclCommUserRank)
 NCCL_PROFILING_NAME(ncclCommRegister)
 NCCL_PROFILING_NAME(ncclCommDeregister)

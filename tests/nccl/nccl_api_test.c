@@ -505,6 +505,21 @@ int runRank(int rank, ncclUniqueId id, const ncclUniqueId* scalableIds) {
             strstr(ncclGetLastError(comm), "stat=9"),
         "an unknown stat: '%s'", ncclGetLastError(comm));
   CHECK(ncclCommMemStats(comm, ncclStatGpuMemTotal, NULL) == ncclInvalidArgument, "a NULL value was accepted");
+  /* Suspended, the communicator takes no calls until it is resumed (every
+   * rank suspends, so none waits for another meanwhile). */
+  float one = 1;
+  CHECK(ncclCommSuspend(comm, 0x10) == ncclInvalidArgument, "ncclCommSuspend with unknown flags succeeded");
+  NCCL_OK(ncclCommSuspend(comm, NCCL_SUSPEND_MEM), comm);
+  NCCL_OK(ncclCommMemStats(comm, ncclStatGpuMemSuspended, &held), comm);
+  CHECK(held == 1, "ncclStatGpuMemSuspended %llu while suspended", (unsigned long long)held);
+  CHECK(ncclAllReduce(&one, &one, 1, ncclFloat32, ncclSum, comm, NULL) == ncclInvalidUsage &&
+            strstr(ncclGetLastError(comm), "suspended"),
+        "an allreduce on a suspended communicator: '%s'", ncclGetLastError(comm));
+  CHECK(ncclCommSuspend(comm, NCCL_SUSPEND_MEM) == ncclInvalidUsage, "suspended twice");
+  NCCL_OK(ncclCommResume(comm), comm);
+  CHECK(ncclCommResume(comm) == ncclInvalidUsage, "resumed a communicator that was not suspended");
+  NCCL_OK(ncclAllReduce(&one, &one, 1, ncclFloat32, ncclSum, comm, NULL), comm);
+  CHECK(one == (float)NRANKS, "allreduce after ncclCommResume: %g, want %d", one, NRANKS);
   /* The profiling names are the same functions. */
   int pn = 0;
   NCCL_OK(pncclCommCount(comm, &pn), comm);
