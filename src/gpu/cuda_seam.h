@@ -104,6 +104,7 @@ class DeviceScope {
 
 // Device memory for ncclMemAlloc / strata_mem_alloc, on the current device.
 Status allocDevice(size_t bytes, void** out);
+// Frees it; an IPC handle exported for it names nothing from then on.
 Status freeDevice(void* ptr);
 
 // --- Memory shared between the processes of one host (transports/cuda) ---
@@ -118,7 +119,10 @@ Status ipcExport(void* devicePtr, IpcHandle* out);
 // Maps a peer's device memory, enabling peer access on the way. Fails where
 // the two devices cannot reach each other, IPC is not permitted (a container
 // without it), or the exporting process is gone; the error has CUDA's words.
+// A handle this process exported (a peer that is a thread of it) opens to
+// the exported pointer itself: CUDA refuses to open those.
 Status ipcOpen(const IpcHandle& handle, void** out);
+// Undoes one ipcOpen (for this process's own handles, only the count).
 void ipcClose(void* ptr);
 
 // Pins host memory (a shared segment) and maps it for the device at its own
