@@ -3,7 +3,8 @@
 // default, or a full tmpfs): forced onto shm, every rank's init fails naming
 // /dev/shm, the bytes needed and free and the parameters that shrink them,
 // before any segment is made (so no SIGBUS at a first touch); by default the
-// ranks fall back to tcp. Two ranks each with its own /dev/shm are told so at
+// ranks fall back to tcp, within STRATA_MEM_BUDGET where one is set. Two
+// ranks each with its own /dev/shm are told so at
 // once; two in different pid namespaces are told that a death would be seen
 // only at the deadline.
 //
@@ -87,6 +88,37 @@ TEST(ShmFull, RanksFallBackToTcpAndComputeRight) {
         }
     strata_comm_destroy(comm);
   }, {{"STRATA_TIMEOUT", "60"}});
+  expectAllPassed(outcomes);
+}
+
+// STRATA_MEM_BUDGET prices the transports the pairs end up on: where
+// /dev/shm is too small and the pairs fall back to tcp (two rings a peer,
+// against one shm FIFO), what every rank holds once it has reached every
+// peer still fits, and the results are exact.
+TEST(ShmFull, ABudgetHoldsAfterTheFallBackToTcp) {
+  const std::string why = enterTinyDevShm();
+  if (!why.empty()) GTEST_SKIP() << "needs a private mount namespace with its own /dev/shm (root): " << why;
+  constexpr uint64_t kBudget = 1 << 20;
+  auto outcomes = runRanks(3, 120, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    strata_comm_t comm = nullptr;
+    if (!rep.ok(strata_comm_init_rank(&comm, nranks, id, rank), nullptr, "init on a 64 KiB /dev/shm")) return;
+    std::vector<int64_t> in(3 * 40000), out(in.size());
+    for (size_t i = 0; i < in.size(); ++i) in[i] = rank * 1000000 + static_cast<int64_t>(i);
+    if (rep.ok(strata_alltoall(in.data(), out.data(), 40000, STRATA_INT64, comm), comm, "alltoall"))
+      for (int r = 0; r < nranks; ++r)
+        if (out[r * 40000 + 9] != r * 1000000 + rank * 40000 + 9) rep.fail("alltoall: block %d is wrong", r);
+    std::vector<double> v(300000, rank + 1.0);
+    if (rep.ok(strata_allreduce(v.data(), v.data(), v.size(), STRATA_FLOAT64, STRATA_SUM, comm), comm, "allreduce") &&
+        v[123] != 6)
+      rep.fail("allreduce gave %g, want 6", v[123]);
+    strata_memory_t m = STRATA_MEMORY_INITIALIZER;
+    if (rep.ok(strata_comm_memory(comm, &m), comm, "strata_comm_memory") &&
+        (m.host_bytes == 0 || m.shared_bytes + m.host_bytes + m.pinned_bytes > kBudget))
+      rep.fail("holds shared %llu + host %llu + pinned %llu bytes over tcp, budget %llu",
+               (unsigned long long)m.shared_bytes, (unsigned long long)m.host_bytes,
+               (unsigned long long)m.pinned_bytes, (unsigned long long)kBudget);
+    strata_comm_destroy(comm);
+  }, {{"STRATA_TIMEOUT", "60"}, {"STRATA_MEM_BUDGET", std::to_string(kBudget)}, {"STRATA_NCHANNELS", "2"}});
   expectAllPassed(outcomes);
 }
 
