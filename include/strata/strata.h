@@ -145,9 +145,12 @@ typedef struct {
    * that it lies past the end of the struct before it, whose `size` then
    * says it is absent.) */
   int64_t device;
+  /* STRATA_MEM_BUDGET for this communicator: bytes of host memory its
+   * slots may take on this rank (strata_comm_memory); 0: the variable. */
+  uint64_t memory_budget;
 } strata_config_t;
 #define STRATA_DEVICE_CURRENT (-1)
-#define STRATA_CONFIG_INITIALIZER {sizeof(strata_config_t), 0.0, 0, NULL, 0, STRATA_DEVICE_CURRENT}
+#define STRATA_CONFIG_INITIALIZER {sizeof(strata_config_t), 0.0, 0, NULL, 0, STRATA_DEVICE_CURRENT, 0}
 
 /* strata_comm_init_rank with settings of its own (config NULL: none).
  * STRATA_ERR_INVALID_ARGUMENT names a field that is out of range.

@@ -134,6 +134,8 @@ Status overridesOf(const strata_config_t* config, CommOverrides* out) {
       return STRATA_INVALID_ARG("config->nchannels=%d must be in 1..32, or 0 (STRATA_NCHANNELS)", config->nchannels);
     out->nchannels = config->nchannels;
   }
+  if (config->size >= offsetof(strata_config_t, memory_budget) + sizeof(config->memory_budget))
+    out->memBudget = config->memory_budget;
   return Status::ok();
 }
 
@@ -231,6 +233,7 @@ strata_config_t inheritedConfig(const Comm& parent) {
   config.algorithm = given.algo.empty() ? nullptr : given.algo.c_str();
   config.nchannels = given.nchannels;
   config.device = given.device;
+  config.memory_budget = given.memBudget;
   return config;
 }
 

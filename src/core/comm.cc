@@ -342,8 +342,9 @@ Status Comm::fitMemoryBudget() {
   for (int r = 0; r < nranks_; ++r) {
     const Fit& f = fits[r];
     if (!f.fits)
-      return STRATA_INVALID_ARG("STRATA_MEM_BUDGET=%llu bytes on rank %d is less than it needs at least: %llu bytes "
-                                "(%d channel(s), %d slots of %llu bytes per FIFO, to every peer it may use)",
+      return STRATA_INVALID_ARG("a memory budget of %llu bytes on rank %d (STRATA_MEM_BUDGET, or its config's "
+                                "memory_budget) is less than it needs at least: %llu bytes (%d channel(s), %d slots "
+                                "of %llu bytes per FIFO, to every peer it may use)",
                                 (unsigned long long)f.budget, r, (unsigned long long)f.least, f.nchannels, f.nslots,
                                 (unsigned long long)f.slotBytes);
     shape_.nchannels = std::min(shape_.nchannels, static_cast<int>(f.nchannels));

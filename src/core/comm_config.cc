@@ -31,7 +31,7 @@ Status CommConfig::fromParams(const CommOverrides& overrides, CommConfig* out) {
   if (params::memBudget() < 0)
     return STRATA_INVALID_ARG("STRATA_MEM_BUDGET=%lld must be a number of bytes, or 0 (no budget)",
                               (long long)params::memBudget());
-  c.memBudget = static_cast<uint64_t>(params::memBudget());
+  c.memBudget = overrides.memBudget != 0 ? overrides.memBudget : static_cast<uint64_t>(params::memBudget());
   c.slotBytes = static_cast<size_t>(slotBytes);
   c.nthreads = static_cast<int>(params::nthreads());
   c.nchannels = overrides.nchannels > 0 ? overrides.nchannels : static_cast<int>(params::nchannels());

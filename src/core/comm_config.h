@@ -23,6 +23,7 @@ struct CommOverrides {
   // else that thread's current one) before a non-blocking init hands the
   // work to a thread whose current device would be 0; -1: none.
   int device = -1;
+  uint64_t memBudget = 0;  // 0: STRATA_MEM_BUDGET
 };
 
 struct CommConfig {

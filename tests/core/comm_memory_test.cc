@@ -184,13 +184,35 @@ TEST(CommMemory, ABudgetOnOneRankSizesEveryRank) {
   }));
 }
 
+// A communicator's own budget (strata_config_t.memory_budget), kept by its
+// dup; the variable is not set.
+TEST(CommMemory, AConfigsBudgetIsTheCommunicatorsOwn) {
+  constexpr uint64_t kBudget = 1 << 20;
+  expectAllPassed(runRanks(3, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
+    strata_config_t config = STRATA_CONFIG_INITIALIZER;
+    config.memory_budget = kBudget;
+    strata_comm_t comm = nullptr, dup = nullptr;
+    if (!rep.ok(strata_comm_init_rank_config(&comm, nranks, id, rank, &config), nullptr, "init")) return;
+    if (!rep.ok(strata_comm_dup(comm, &dup), comm, "dup")) return;
+    for (strata_comm_t c : {comm, dup}) {
+      allreduceChecked(c, rank, nranks, 400000, rep);
+      strata_memory_t m = STRATA_MEMORY_INITIALIZER;
+      if (rep.ok(strata_comm_memory(c, &m), c, "strata_comm_memory") && (total(m) > kBudget || m.shared_bytes == 0))
+        rep.fail("%s holds %" PRIu64 " bytes, its config's budget %" PRIu64, c == comm ? "comm" : "its dup", total(m),
+                 kBudget);
+    }
+    rep.ok(strata_comm_destroy(dup), nullptr, "destroy dup");
+    rep.ok(strata_comm_destroy(comm), nullptr, "destroy");
+  }));
+}
+
 // A budget below the least any sizing needs fails creation on every rank,
 // saying what that least is.
 TEST(CommMemory, ABudgetTooSmallFailsOnEveryRankSayingTheLeast) {
   expectAllPassed(runRanks(2, 60, [](int rank, int nranks, const strata_unique_id_t& id, Reporter& rep) {
     strata_comm_t comm = nullptr;
     const strata_result_t rc = strata_comm_init_rank(&comm, nranks, id, rank);
-    if (rc != STRATA_ERR_INVALID_ARGUMENT || !mentions(strata_last_error(), "STRATA_MEM_BUDGET=4096 bytes on rank") ||
+    if (rc != STRATA_ERR_INVALID_ARGUMENT || !mentions(strata_last_error(), "budget of 4096 bytes on rank") ||
         !mentions(strata_last_error(), "needs at least"))
       rep.fail("init under a 4 KiB budget: %s: '%s'", strata_result_string(rc), strata_last_error());
     if (comm) strata_comm_destroy(comm);

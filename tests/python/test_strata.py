@@ -43,7 +43,7 @@ def parent(sanitize):
     os.environ["STRATA_TIMEOUT"] = "60"  # a stuck rank fails on its own before the deadline
     ranks = []  # [job size, rank, pid, output file, exit code or None]
     for nranks in JOBS:
-        uid, short_uid, own_uid = (strata.get_unique_id() for _ in range(3))
+        uid, short_uid, own_uid, budget_uid = (strata.get_unique_id() for _ in range(4))
         for rank in range(nranks):
             log = tempfile.TemporaryFile(mode="w+")
             sys.stdout.flush()
@@ -52,7 +52,7 @@ def parent(sanitize):
             if pid == 0:
                 os.dup2(log.fileno(), 1)
                 os.dup2(log.fileno(), 2)
-                code = run_rank(nranks, rank, uid, short_uid, own_uid)
+                code = run_rank(nranks, rank, uid, short_uid, own_uid, budget_uid)
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
@@ -88,9 +88,9 @@ def parent(sanitize):
     return 1 if failed else 0
 
 
-def run_rank(nranks, rank, uid, short_uid, own_uid):
+def run_rank(nranks, rank, uid, short_uid, own_uid, budget_uid):
     try:
-        rank_main(nranks, rank, uid, short_uid, own_uid)
+        rank_main(nranks, rank, uid, short_uid, own_uid, budget_uid)
         return 0
     except BaseException:
         traceback.print_exc()
@@ -99,7 +99,7 @@ def run_rank(nranks, rank, uid, short_uid, own_uid):
 
 # ---------------------------------------------------------------- one rank
 
-def rank_main(nranks, rank, uid, short_uid, own_uid):
+def rank_main(nranks, rank, uid, short_uid, own_uid, budget_uid):
     checks = Checks()
     with strata.Comm.init_rank(nranks, uid, rank) as comm:
         checks.ensure((comm.rank, comm.size) == (rank, nranks),
@@ -112,6 +112,7 @@ def rank_main(nranks, rank, uid, short_uid, own_uid):
         comm.barrier()
     checks.own_timeout(nranks, rank, short_uid)
     checks.own_choice(nranks, rank, own_uid)
+    checks.own_budget(nranks, rank, budget_uid)
     print(f"rank {rank} of {nranks}: {checks.count} checks passed in "
           f"{time.monotonic() - start:.1f} s")
 
@@ -556,6 +557,22 @@ class Checks:
         self.ensure(f"{size * (size - 1) // 2} pairs tested" in text and findings >= 0, f"check: {text}")
         grown.destroy()
         doomed.destroy()
+
+    def own_budget(self, nranks, rank, uid):
+        """A communicator's own memory budget: what it holds stays within it
+        (the default slots take several MiB), and its results are exact."""
+        budget = 1 << 20
+        with strata.Comm.init_rank(nranks, uid, rank, memory_budget=budget) as small:
+            held = small.memory()
+            self.ensure(0 < held["shared"] + held["host"] + held["pinned"] <= budget,
+                        f"memory() with memory_budget={budget}: {held}")
+            got = self.make(rank, 50021, np.float32)
+            small.allreduce(got)
+            self.expect(got, self.reference(strata.SUM, [self.values(r, 50021, np.float32) for r in range(nranks)],
+                                            np.float32), "allreduce under a memory budget")
+        self.raises(ValueError, ["memory_budget"],
+                    lambda: strata.Comm.init_rank(2, bytes(strata.UNIQUE_ID_BYTES), 0, memory_budget=-1),
+                    "a negative budget")
 
     def own_timeout(self, nranks, rank, uid):
         """A communicator's own timeout (1 s, under STRATA_TIMEOUT=60): rank

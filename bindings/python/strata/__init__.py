@@ -25,7 +25,7 @@ import json
 import threading
 
 from ._arguments import as_c_int, as_count, as_enum, as_text, buffer, datatype_or_none, pair, same_count
-from ._capi import (Config, Memory, UniqueId, Datatype, Op, Result, StrataError, c_int, c_ptr, check,
+from ._capi import (DEVICE_CURRENT, Config, Memory, UniqueId, Datatype, Op, Result, StrataError, c_int, c_ptr, check,
                     lib, version)
 
 __all__ = [
@@ -175,7 +175,7 @@ class Comm:
 
     @classmethod
     def init_rank(cls, nranks, uid, rank, timeout=None, *, reproducible=None, algorithm=None,
-                  nchannels=None):
+                  nchannels=None, memory_budget=None):
         """Joins rank `rank` of an nranks communicator named by uid (the bytes
         of get_unique_id). Blocks until every rank has joined. Its own
         settings, each None for its STRATA_* variable, inherited by its splits
@@ -183,7 +183,9 @@ class Comm:
         progress before they fail with Result.TIMEOUT (STRATA_TIMEOUT);
         `reproducible` (bool), results whose bits do not depend on the
         algorithm, channels or layout (STRATA_REPRODUCIBLE); `algorithm`, the
-        allreduce algorithm (STRATA_ALGO); `nchannels` (STRATA_NCHANNELS)."""
+        allreduce algorithm (STRATA_ALGO); `nchannels` (STRATA_NCHANNELS);
+        `memory_budget`, the bytes its slots may take on this rank
+        (STRATA_MEM_BUDGET; memory() says what it holds)."""
         nranks, rank = as_c_int(nranks, "nranks"), as_c_int(rank, "rank")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
             raise TypeError(f"timeout must be a number of seconds, got {type(timeout).__name__}")
@@ -194,7 +196,8 @@ class Comm:
         config = Config(ctypes.sizeof(Config), float(timeout or 0),
                         0 if reproducible is None else 1 if reproducible else -1,
                         None if algorithm is None else as_text(algorithm, "algorithm"),
-                        0 if nchannels is None else as_c_int(nchannels, "nchannels"))
+                        0 if nchannels is None else as_c_int(nchannels, "nchannels"), DEVICE_CURRENT,
+                        0 if memory_budget is None else as_count(memory_budget, "memory_budget"))
         return cls._create("strata_comm_init_rank_config", lib.strata_comm_init_rank_config, nranks,
                            _unique_id(uid), rank, ctypes.byref(config))
 

@@ -48,7 +48,11 @@ class Memory(ctypes.Structure):
 class Config(ctypes.Structure):
     """strata_config_t."""
     _fields_ = [("size", c_size_t), ("timeout_seconds", ctypes.c_double), ("reproducible", c_int),
-                ("algorithm", ctypes.c_char_p), ("nchannels", c_int)]
+                ("algorithm", ctypes.c_char_p), ("nchannels", c_int), ("device", ctypes.c_int64),
+                ("memory_budget", ctypes.c_uint64)]
+
+
+DEVICE_CURRENT = -1  # STRATA_DEVICE_CURRENT
 
 
 # Argument types of every function the package calls at import; all return
