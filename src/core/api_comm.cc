@@ -88,7 +88,6 @@ Status rankConfig(strata_comm_t* comm, int nranks, const strata_unique_id_t& id,
   return Status::ok();
 }
 
-// A strata_config_t's fields, checked (config NULL: nothing set).
 // The config's device, else the calling thread's current one (NCCL's rule).
 Status deviceOf(const strata_config_t* config, int* out) {
   *out = gpu::currentDevice();
@@ -105,7 +104,9 @@ Status deviceOf(const strata_config_t* config, int* out) {
   return Status::ok();
 }
 
-// Resolved on the calling thread: a non-blocking init runs on another.
+// A strata_config_t's fields, checked (config NULL: nothing set); the
+// device is resolved here, on the calling thread: a non-blocking init runs
+// on another.
 Status overridesOf(const strata_config_t* config, CommOverrides* out) {
   STRATA_CHECK(deviceOf(config, &out->device));
   if (!config) return Status::ok();
