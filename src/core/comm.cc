@@ -72,7 +72,7 @@ Comm::~Comm() {
   connections_ = Connections();
   {
     // What the cuda transport closes, unregisters and frees is its GPU's.
-    gpu::DeviceScope onGpu(deviceTransport_ ? device_ : -1);
+    gpu::DeviceScope onGpu(deviceTransport_ ? device() : -1);
     deviceConnections_ = Connections();
     deviceTransport_.reset();
   }
@@ -84,7 +84,6 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
   nranks_ = bootConfig.nranks;
   log::setThreadRank(rank_);
   overrides_ = overrides;
-  device_ = overrides.device;
   STRATA_CHECK(CommConfig::fromParams(overrides_, &config_));
 
   topo::HostInfo self = topo::probeHost(overrides.device);
@@ -532,7 +531,7 @@ Status Comm::connectDevice() {
   deviceTried_ = true;
   // What connecting allocates, maps and loads belongs to the communicator's
   // GPU, whichever device the calling thread has current.
-  gpu::DeviceScope onGpu(device_);
+  gpu::DeviceScope onGpu(device());
   const auto& hosts = bootstrap_->hosts();
   std::unique_ptr<Transport> transport = makeCudaTransport();
   topo::HostInfo self = hosts[rank_];
@@ -580,7 +579,7 @@ Status Comm::connectDevice() {
     for (SendConnector* send : c.deviceLinks.send)
       if (send) c.deviceStream = send->deviceStream();
     c.deviceLane = gpu::cudaLane(c.deviceStream);
-    c.device = device_;
+    c.device = device();
   }
   {
     std::lock_guard<std::mutex> lock(deviceMutex_);  // fail() aborts the connectors from any thread
@@ -600,7 +599,7 @@ Status Comm::connectDevice() {
                       "is let go (their output is undefined)", rank_, ch, seconds));
   });
   STRATA_INFO(INIT, "stream-ordered calls on GPU memory move GPU to GPU (cuda transport, CUDA device %d, %zu-byte "
-              "slots)", device_, config_.gpuSlotBytes);
+              "slots)", device(), config_.gpuSlotBytes);
   return Status::ok();
 }
 
@@ -775,7 +774,7 @@ bool Comm::onDevice(const streams::PartSpec& part, const streams::PreMul& premul
   if (!deviceWanted_ || premul.set || part.in.bytes + part.out.bytes == 0 || config_.reproducible) return false;
   auto reached = [&](const streams::UserBuffer& b) {
     return b.bytes == 0 || b.kind == gpu::MemKind::Managed || b.kind == gpu::MemKind::PinnedHost ||
-           (b.kind == gpu::MemKind::Device && b.device == device_);
+           (b.kind == gpu::MemKind::Device && b.device == device());
   };
   return reached(part.in) && reached(part.out);
 }

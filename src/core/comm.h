@@ -196,6 +196,8 @@ class Comm final : public FailureSink {
   // them). Its failure, agreed by every rank, leaves calls staged and says
   // why (or fails the call with STRATA_GPU_DIRECT=2).
   Status connectDevice();
+  // Its CUDA device, fixed at creation (CommOverrides::device).
+  int device() const { return overrides_.device; }
   // Whether a stream-ordered call runs over the cuda transport: its buffers
   // (those it has) in memory this rank's GPU reaches (its own device
   // memory, managed or pinned host memory), no pre-multiplier. Others are
@@ -314,7 +316,6 @@ class Comm final : public FailureSink {
   Connections deviceConnections_;
   PlanShape deviceShape_{};
   Tuning deviceTuning_;
-  int device_ = -1;  // its CUDA device, fixed at creation (CommOverrides::device)
   // Fails the communicator when a thread stays inside a CUDA call past the
   // timeout (stuck_watch.h); made with the cuda transport's connectors.
   std::unique_ptr<StuckWatch> deviceWatch_;
