@@ -97,7 +97,7 @@ ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
 # benchmarks, MPI programs or CUDA: stream-ordered calls' staging is the
 # same code either way, and its tests run it with host threads for streams.
 TSAN_OPTIONS=halt_on_error=1 TIMEOUT_MULTIPLIER=3 \
-  run_suite build-tsan "thread sanitizer" "plans api collectives robustness robustness_tcp survival lazy_connect handshake staging stuck_watch stream_comm nccl_api" \
+  run_suite build-tsan "thread sanitizer" "plans api collectives robustness robustness_tcp survival lazy_connect handshake staging stuck_watch op_log stream_comm nccl_api" \
   -Db_sanitize=thread -Dbuildtype=debugoptimized -Dcpp_args=-g1 -Dc_args=-g1 -Db_lundef=false -Dtorch=disabled \
   -Dbenchmarks=disabled -Dmpi=disabled -Dcuda=disabled
 

@@ -6,6 +6,11 @@
 // that ends a stream-ordered operation (doneOffThread); read by another
 // thread (the control plane's, answering a stall report) through atomics
 // alone, so that a rank stuck in its own code, or in a call, still answers.
+// Each slot is a sequence lock: the writer zeroes its key (seq, group),
+// fences, writes the fields and stores the key; the reader keeps a slot only
+// if the key reads the same before and after its fields. The fences are no
+// instructions on x86-64, whose stores stay in order anyway; aarch64's do
+// not, and without them a reader could take new fields under an old key.
 // Sends and receives are logged apart, each with its peer: collectives carry
 // the order every rank must follow, sends and receives only their pairs'.
 #pragma once
@@ -58,6 +63,7 @@ class OpLog {
   void issued(uint64_t seq, uint64_t desc) {
     Slot& s = slots_[seq % OpSnapshot::kRecent];
     s.seq.store(0, std::memory_order_relaxed);  // a reader skips the slot while it changes
+    std::atomic_thread_fence(std::memory_order_release);
     s.desc.store(desc, std::memory_order_relaxed);
     s.issuedAt.store(coarseNow(), std::memory_order_relaxed);
     s.seq.store(seq, std::memory_order_release);
@@ -83,6 +89,7 @@ class OpLog {
   void p2pIssued(uint64_t group, int peer, uint64_t bytes, bool send) {
     P2pSlot& s = p2p_[p2pNext_++ % OpSnapshot::kRecentP2p];
     s.group.store(0, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
     s.peer.store(peer, std::memory_order_relaxed);
     s.bytes.store(bytes, std::memory_order_relaxed);
     s.send.store(send, std::memory_order_relaxed);
@@ -108,18 +115,25 @@ class OpLog {
     for (uint64_t seq = first; seq <= out.issued && seq != 0; ++seq) {
       const Slot& s = slots_[seq % OpSnapshot::kRecent];
       if (s.seq.load(std::memory_order_acquire) != seq) continue;
-      out.recent[n++] = {seq, s.desc.load(std::memory_order_relaxed),
-                         static_cast<float>(now - s.issuedAt.load(std::memory_order_relaxed)), seq <= out.completed};
+      const OpSnapshot::Op op{seq, s.desc.load(std::memory_order_relaxed),
+                              static_cast<float>(now - s.issuedAt.load(std::memory_order_relaxed)),
+                              seq <= out.completed};
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (s.seq.load(std::memory_order_relaxed) != seq) continue;  // rewritten while read
+      out.recent[n++] = op;
     }
     const uint64_t next = p2pNext_;  // read racily: at worst a message shows in the wrong place
     for (int k = 0; k < OpSnapshot::kRecentP2p; ++k) {
       const P2pSlot& s = p2p_[(next + k) % OpSnapshot::kRecentP2p];
       const uint64_t group = s.group.load(std::memory_order_acquire);
       if (group == 0) continue;
-      out.p2p[k] = {group, s.bytes.load(std::memory_order_relaxed), s.peer.load(std::memory_order_relaxed),
-                    s.send.load(std::memory_order_relaxed),
-                    static_cast<float>(now - s.issuedAt.load(std::memory_order_relaxed)),
-                    s.done.load(std::memory_order_acquire)};
+      const OpSnapshot::P2p msg{group, s.bytes.load(std::memory_order_relaxed), s.peer.load(std::memory_order_relaxed),
+                                s.send.load(std::memory_order_relaxed),
+                                static_cast<float>(now - s.issuedAt.load(std::memory_order_relaxed)),
+                                s.done.load(std::memory_order_acquire)};
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (s.group.load(std::memory_order_relaxed) != group) continue;  // rewritten while read
+      out.p2p[k] = msg;
     }
     return out;
   }
