@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""The README's C example compiles against the built library and, run as a
-2-rank job from torchrun's variables, prints the average of each rank's
-values: 1.5 and (0+1)/2."""
+"""The README's C example compiles against the built library (with the
+build's C compiler: a cross build's runs through its binfmt emulator) and,
+run as a 2-rank job from torchrun's variables, prints the average of each
+rank's values: 1.5 and (0+1)/2."""
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -11,7 +13,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "common"))
 from ports import free_port  # noqa: E402
 
-readme, include_dir, lib_dir, sanitize = sys.argv[1:5]
+readme, include_dir, lib_dir, sanitize, compiler = sys.argv[1:6]
 match = re.search(r"```c\n(.*?)```", open(readme).read(), flags=re.S)
 if not match:
     sys.exit("README.md has no ```c example")
@@ -20,7 +22,7 @@ with tempfile.TemporaryDirectory() as tmp:
     src, exe = os.path.join(tmp, "example.c"), os.path.join(tmp, "example")
     open(src, "w").write(match.group(1))
     flags = [] if sanitize == "none" else ["-fsanitize=" + sanitize]
-    subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", src, "-o", exe, "-I" + include_dir,
+    subprocess.run(shlex.split(compiler) + ["-std=c11", "-Wall", "-Werror", src, "-o", exe, "-I" + include_dir,
                     "-L" + lib_dir, "-lstrata", "-Wl,-rpath," + lib_dir] + flags, check=True)
     port = free_port()
     ranks = []

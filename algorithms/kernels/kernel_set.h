@@ -15,7 +15,9 @@ struct KernelSet {
 };
 
 const KernelSet& portableKernels();
+#if defined(__x86_64__)  // built only there (meson.build)
 const KernelSet& avx2Kernels();
 const KernelSet& avx512Kernels();
+#endif
 
 }  // namespace strata::kernels

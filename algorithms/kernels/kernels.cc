@@ -17,8 +17,10 @@ constexpr size_t kMinNtBytes = 4096;
 
 const KernelSet& setFor(Isa isa) {
   switch (isa) {
+#if defined(__x86_64__)
     case Isa::Avx512: return avx512Kernels();
     case Isa::Avx2: return avx2Kernels();
+#endif
     default: return portableKernels();
   }
 }
