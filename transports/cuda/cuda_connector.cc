@@ -73,9 +73,11 @@ void CudaSendConnector::publish(size_t bytes, const SlotTag& tag) {
   ++tail_;
   // The header's stores must be visible before the GPU's store of
   // `published`, which comes after the enqueue below. The fence orders them
-  // before the enqueue's own stores; that those reach the GPU's doorbell
-  // after them rests on the driver's barrier before its doorbell write
-  // (and on x86's store order).
+  // before the enqueue's own stores. That they reach memory before the GPU
+  // is told to go rests on the driver: it must fence its own command stores
+  // before its doorbell write (on aarch64 a barrier for outer-shareable
+  // observers, dmb oshst, as Linux's writel), and this thread issues both,
+  // so that fence orders the header too. x86 keeps stores in order anyway.
   std::atomic_thread_fence(std::memory_order_release);
   store(&control_->published, tail_);
 }

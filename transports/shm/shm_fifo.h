@@ -18,6 +18,12 @@ namespace strata::shm {
 constexpr size_t kCacheLine = 64;
 constexpr size_t kInlineBytes = 32;
 
+// Atomics shared between processes must be the instructions themselves:
+// where one fell back to a lock (libatomic's table), each process would
+// take a lock of its own.
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
+              "shared-memory FIFOs need lock-free 32- and 64-bit atomics");
+
 struct alignas(kCacheLine) FifoControl {
   std::atomic<uint64_t> consumed;  // slots released by the receiver
   char pad0[kCacheLine - sizeof(std::atomic<uint64_t>)];
