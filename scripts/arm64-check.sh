@@ -2,7 +2,9 @@
 # strata for 64-bit Arm (Grace, Graviton, Ampere), built and tested on an
 # x86-64 Debian 12 host: cross-compiled with Debian's aarch64 compiler
 # (scripts/cross/aarch64-linux-gnu.ini), every test that can run here run
-# under qemu-user, real processes, shared memory and sockets as on the host.
+# under qemu-user, real processes, shared memory and sockets as on the host,
+# then strata-perf's checked --all on 4 ranks, then one job whose ranks are
+# x86-64 and aarch64 programs (tests/multiarch).
 # qemu-user runs the guest's threads with the host's (x86) memory order, so
 # this proves the build and the behaviour, not the weak ordering: that rests
 # on the code's atomics (src/fault/op_log.h's sequence lock, for one).
@@ -53,5 +55,17 @@ rc=$?
 echo "=== strata-perf --all --ranks 4 -d bfloat16, checked"
 "$dir/bench/strata-perf" --all --ranks 4 -b 8 -e 4M -f 8 -n 5 -w 1 -c 1 -d bfloat16 | grep -E "^# strata-perf|Out of bounds"
 perf=${PIPESTATUS[0]}
-echo "tests: $([ $rc -eq 0 ] && echo passed || echo FAILED); strata-perf: $([ "$perf" -eq 0 ] && echo passed || echo FAILED)"
-[ $rc -eq 0 ] && [ "$perf" -eq 0 ]
+# One job of both machines, where this host has a native build in build/:
+# x86-64 ranks and an aarch64 rank agree bit for bit (tests/multiarch).
+mixed=0
+if [ -f build/build.ninja ]; then
+  echo "=== a job of x86-64 and aarch64 ranks: tests/multiarch/mixed_job.py"
+  ninja -C build tests/multiarch/bitwise_job && ninja -C "$dir" tests/multiarch/bitwise_job &&
+    python3 tests/multiarch/mixed_job.py build/tests/multiarch/bitwise_job "$dir/tests/multiarch/bitwise_job" \
+      build/tests/multiarch/bitwise_job || mixed=1
+else
+  echo "not run: the job of x86-64 and aarch64 ranks (no native build in build/: scripts/build.sh)"
+fi
+word() { [ "$1" -eq 0 ] && echo passed || echo FAILED; }
+echo "tests: $(word $rc); strata-perf: $(word "$perf"); mixed job: $(word $mixed)"
+[ $rc -eq 0 ] && [ "$perf" -eq 0 ] && [ $mixed -eq 0 ]

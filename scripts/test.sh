@@ -66,14 +66,25 @@ run_suite build "release" "" -Ducx=enabled
 # The same code for 64-bit Arm (scripts/arm64-check.sh runs every test that
 # can run; this leg a dozen of them in about three minutes): cross-compiled,
 # run under qemu-user. It keeps x86-only code out of the portable build, and
-# runs the portable kernels bit for bit, transports and collectives there.
+# runs the portable kernels bit for bit, transports and collectives there,
+# then a job that mixes both machines.
 echo "=== aarch64 under qemu-user: scripts/install-arm64.sh"
 scripts/install-arm64.sh
 case $? in
   0) TIMEOUT_MULTIPLIER=4 run_suite build-arm64-ci "aarch64 (qemu-user)" \
        "kernels element_ops shm_slot_stores op_log transport_shm transport_tcp api comm_memory check nccl_api stream_comm collectives" \
        --cross-file scripts/cross/aarch64-linux-gnu.ini -Dcuda=disabled -Dtorch=disabled -Dmpi=disabled \
-       -Dpmix=disabled -Dbenchmarks=disabled ;;
+       -Dpmix=disabled -Dbenchmarks=disabled
+     # One job of both: x86-64 ranks with the AVX kernels and an aarch64 rank
+     # with the portable ones agree bit for bit (tests/multiarch), as one test.
+     echo "=== a job of x86-64 and aarch64 ranks: tests/multiarch/mixed_job.py"
+     if ninja -C build-arm64-ci tests/multiarch/bitwise_job &&
+        python3 tests/multiarch/mixed_job.py build/tests/multiarch/bitwise_job \
+          build-arm64-ci/tests/multiarch/bitwise_job build/tests/multiarch/bitwise_job; then
+       passed=$((passed + 1))
+     else
+       failed=$((failed + 1))
+     fi ;;
   2) echo "SKIP: aarch64 leg: no binfmt_misc here"; skipped=$((skipped + 1)) ;;
   *) failed=$((failed + 1)) ;;
 esac
