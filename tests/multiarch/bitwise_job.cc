@@ -1,8 +1,8 @@
 // One rank of a job that may mix machines: started from torchrun's variables
-// (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), it allreduces inputs in every
-// datatype with every op, checks each result against a double-precision
-// reference computed here from every rank's inputs, and checks that every
-// rank holds the same bits (each result's hash, allgathered). Ranks built for
+// (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), it allreduces inputs in each
+// floating datatype and int32 with every op, checks each result against a
+// double-precision reference computed here from every rank's inputs, and
+// checks that every rank holds the same bits (each result's hash, allgathered). Ranks built for
 // different CPUs (x86-64 with AVX-512, aarch64 with the portable kernels;
 // mixed_job.py starts them) reduce different parts of each buffer with their
 // own kernels, so their results agree bit for bit only if the kernels do.
