@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # strata for 64-bit Arm (Grace, Graviton, Ampere), built and tested on an
 # x86-64 Debian 12 host: cross-compiled with Debian's aarch64 compiler
-# (scripts/cross/aarch64-linux-gnu.ini), every test that can run here run
-# under qemu-user, real processes, shared memory and sockets as on the host,
-# then strata-perf's checked --all on 4 ranks, then one job whose ranks are
-# x86-64 and aarch64 programs (tests/multiarch).
+# (scripts/cross/aarch64-linux-gnu.ini; the ucx transport included), every
+# test that can run here run under qemu-user (real processes, shared memory
+# and sockets, as on the host), then strata-perf's checked --all on 4 ranks,
+# then one job whose ranks are x86-64 and aarch64 programs (tests/multiarch).
 # qemu-user runs the guest's threads with the host's (x86) memory order, so
 # this proves the build and the behaviour, not the weak ordering: that rests
 # on the code's atomics (src/fault/op_log.h's sequence lock, for one).
@@ -13,14 +13,14 @@
 #
 # BUILD_DIR (default build-arm64). Not run: the tests that run inside the
 # rdma-vm's x86-64 guests, and those whose x86-64 Python loads libstrata.
-# Ends with meson's counts and one line for both; exits non-zero on any
-# failure.
+# Ends with meson's counts and a line for the three steps; exits non-zero on
+# any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-arm64.sh || exit 1
 dir="${BUILD_DIR:-build-arm64}"
 if [ ! -f "$dir/build.ninja" ]; then
-  meson setup "$dir" --cross-file scripts/cross/aarch64-linux-gnu.ini \
+  meson setup "$dir" --cross-file scripts/cross/aarch64-linux-gnu.ini -Ducx=enabled \
     -Dcuda=disabled -Dtorch=disabled -Dmpi=disabled -Dpmix=disabled || exit 1
 fi
 ninja -C "$dir" || exit 1

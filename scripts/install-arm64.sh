@@ -13,7 +13,7 @@ SUDO=""
 export DEBIAN_FRONTEND=noninteractive
 
 host=(g++-aarch64-linux-gnu qemu-user-static binfmt-support)
-arm64=(libhwloc-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libibverbs-dev)
+arm64=(libhwloc-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libibverbs-dev libucx-dev)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
