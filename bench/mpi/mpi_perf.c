@@ -2,7 +2,7 @@
  * strata's (same flags subset, sizes, rows, columns, busbw factors and
  * footer), so bench/compare can put the two side by side.
  *
- *   mpirun -np 2 mpi-perf [all_reduce|all_gather|reduce_scatter|broadcast] -b 8 -e 256M ...
+ *   mpirun -np 2 mpi-perf [all_reduce|all_gather|reduce_scatter|broadcast|barrier] -b 8 -e 256M ...
  *
  * Per size: warm-up calls, a barrier, the timed calls (the mean per call,
  * maximum over ranks, is the reported time), then one checked call outside
@@ -10,7 +10,8 @@
  * (broadcast has one buffer: both columns time the same call). size is the
  * whole buffer as in strata-perf: all ranks' blocks for all_gather (output)
  * and reduce_scatter (input, MPI_Reduce_scatter_block). Only float32 sum is
- * offered: it is what the comparison needs. */
+ * offered: it is what the comparison needs. barrier (MPI_Barrier) has one
+ * row, of size 0, with no in-place column, as strata-perf's. */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
 #include <limits.h>
@@ -20,8 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef enum { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, BROADCAST } coll_t;
-static const char* coll_names[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast"};
+typedef enum { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, BROADCAST, BARRIER } coll_t;
+static const char* coll_names[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "barrier"};
 
 typedef struct {
   coll_t coll;
@@ -47,7 +48,7 @@ static int parse_size(const char* text, size_t* out) {
 
 static void usage(FILE* f, const char* argv0) {
   fprintf(f,
-          "usage: mpirun -np N %s [all_reduce|all_gather|reduce_scatter|broadcast] [-b minbytes]\n"
+          "usage: mpirun -np N %s [all_reduce|all_gather|reduce_scatter|broadcast|barrier] [-b minbytes]\n"
           "          [-e maxbytes] [-f stepfactor] [-n iters] [-w warmup_iters] [-c 0|1] [-d float] [-o sum]\n"
           "  flags as strata-perf; only -d float (float32) and -o sum; broadcast's root is 0\n",
           argv0);
@@ -95,7 +96,7 @@ static int parse_options(int argc, char** argv, int rank, options_t* o) {
   }
   if (optind < argc) {
     int found = 0;
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < 5; ++i)
       if (strcmp(argv[optind], coll_names[i]) == 0) o->coll = (coll_t)i, found = 1;
     if (found) ++optind;
   }
@@ -132,6 +133,7 @@ static void run_once(const options_t* o, float* send, float* recv, int count, in
     case ALL_GATHER: MPI_Allgather(in, block, MPI_FLOAT, recv, block, MPI_FLOAT, MPI_COMM_WORLD); break;
     case REDUCE_SCATTER: MPI_Reduce_scatter_block(in, recv, block, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
     case BROADCAST: MPI_Bcast(recv, count, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
+    case BARRIER: MPI_Barrier(MPI_COMM_WORLD); break;
   }
 }
 
@@ -147,6 +149,7 @@ static double time_call(const options_t* o, float* send, float* recv, int count,
 
 /* Puts this rank's inputs where the call reads them. */
 static void place_inputs(const options_t* o, float* send, float* recv, int count, int block, int rank, int in_place) {
+  if (o->coll == BARRIER) return;
   if (o->coll == BROADCAST) fill(recv, (size_t)count, rank);
   else if (o->coll == ALL_GATHER && in_place) fill(recv + (size_t)rank * block, (size_t)block, rank);
   else if (o->coll == ALL_GATHER) fill(send, (size_t)block, rank);
@@ -172,6 +175,8 @@ static long check_call(const options_t* o, float* send, float* recv, int count, 
       break;
     case BROADCAST:
       for (int i = 0; i < count; ++i) wrong += recv[i] != input_value(0, (size_t)i);
+      break;
+    case BARRIER:
       break;
   }
   MPI_Allreduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -228,32 +233,41 @@ int main(int argc, char** argv) {
   long total_wrong = 0;
   int rows = 0;
   for (double size = o.min_bytes ? (double)o.min_bytes : 1; size <= (double)o.max_bytes; size *= o.step_factor) {
-    int count = (int)((size_t)size / sizeof(float));
+    const int sizeless = o.coll == BARRIER;
+    int count = sizeless ? 0 : (int)((size_t)size / sizeof(float));
     if (per_rank) count = count / nranks * nranks;
-    if (count == 0) continue;
+    if (count == 0 && !sizeless) continue;
     const int block = per_rank ? count / nranks : count;
     size_t bytes = (size_t)count * sizeof(float);
     place_inputs(&o, send, recv, count, block, rank, 0);
     double t_out = time_call(&o, send, recv, count, block, 0);
     long wrong_out = o.check ? check_call(&o, send, recv, count, block, rank, nranks, 0) : -1;
-    place_inputs(&o, send, recv, count, block, rank, 1);
-    double t_in = time_call(&o, send, recv, count, block, 1);
-    long wrong_in = o.check ? check_call(&o, send, recv, count, block, rank, nranks, 1) : -1;
+    double t_in = 0;
+    long wrong_in = -1;
+    if (!sizeless) {
+      place_inputs(&o, send, recv, count, block, rank, 1);
+      t_in = time_call(&o, send, recv, count, block, 1);
+      wrong_in = o.check ? check_call(&o, send, recv, count, block, rank, nranks, 1) : -1;
+    }
     total_wrong += (wrong_out > 0 ? wrong_out : 0) + (wrong_in > 0 ? wrong_in : 0);
-    double alg_out = bytes / t_out / 1e9, alg_in = bytes / t_in / 1e9;
-    bus_sum += (alg_out + alg_in) / 2 * bus_factor;
+    double alg_out = bytes / t_out / 1e9, alg_in = t_in > 0 ? bytes / t_in / 1e9 : 0;
+    bus_sum += (sizeless ? alg_out : (alg_out + alg_in) / 2) * bus_factor;
     ++rows;
     if (rank == 0) {
       char w_out[24], w_in[24];
       snprintf(w_out, sizeof(w_out), o.check ? "%ld" : "N/A", wrong_out);
       snprintf(w_in, sizeof(w_in), o.check ? "%ld" : "N/A", wrong_in);
       /* Sub-microsecond times get a third decimal: 0.14 and 0.15 differ by 7%. */
-      printf("  %10zu %12d %8s %6s %5d %9.*f %7.2f %7.2f %6s %9.*f %7.2f %7.2f %6s\n", bytes, count, "float",
-             o.coll == ALL_GATHER || o.coll == BROADCAST ? "none" : "sum", o.coll == BROADCAST ? 0 : -1,
-             t_out < 1e-6 ? 3 : 2, t_out * 1e6, alg_out, alg_out * bus_factor, w_out, t_in < 1e-6 ? 3 : 2,
-             t_in * 1e6, alg_in, alg_in * bus_factor, w_in);
+      printf("  %10zu %12d %8s %6s %5d %9.*f %7.2f %7.2f %6s", bytes, count, "float",
+             o.coll == ALL_REDUCE || o.coll == REDUCE_SCATTER ? "sum" : "none", o.coll == BROADCAST ? 0 : -1,
+             t_out < 1e-6 ? 3 : 2, t_out * 1e6, alg_out, alg_out * bus_factor, w_out);
+      if (sizeless)
+        printf(" %9s %7s %7s %6s\n", "N/A", "N/A", "N/A", "N/A");
+      else
+        printf(" %9.*f %7.2f %7.2f %6s\n", t_in < 1e-6 ? 3 : 2, t_in * 1e6, alg_in, alg_in * bus_factor, w_in);
       fflush(stdout);
     }
+    if (sizeless) break;
   }
   if (rank == 0) {
     printf("# Out of bounds values : %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");

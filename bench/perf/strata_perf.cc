@@ -50,7 +50,7 @@ struct Options {
   std::vector<int> colls;  // indexes into kColls
 };
 
-enum class Kind { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AllToAll, SendRecv };
+enum class Kind { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AllToAll, SendRecv, Barrier };
 
 struct CollInfo {
   const char* name;  // nccl-tests' binary name without _perf
@@ -70,14 +70,16 @@ struct CollInfo {
   bool reduces() const {
     return kind == Kind::AllReduce || kind == Kind::Reduce || kind == Kind::ReduceScatter;
   }
-  bool hasInPlace() const { return kind != Kind::AllToAll && kind != Kind::SendRecv; }
+  bool hasInPlace() const { return kind != Kind::AllToAll && kind != Kind::SendRecv && kind != Kind::Barrier; }
+  // No buffer: one row, of size 0, whatever -b and -e say.
+  bool sizeless() const { return kind == Kind::Barrier; }
 };
 
 const CollInfo kColls[] = {
     {"all_reduce", Kind::AllReduce, "allreduce"},  {"broadcast", Kind::Broadcast, "broadcast"},
     {"reduce", Kind::Reduce, "reduce"},             {"all_gather", Kind::AllGather, "allgather"},
     {"reduce_scatter", Kind::ReduceScatter, "reduce_scatter"}, {"alltoall", Kind::AllToAll, "alltoall"},
-    {"sendrecv", Kind::SendRecv, nullptr},
+    {"sendrecv", Kind::SendRecv, nullptr},          {"barrier", Kind::Barrier, nullptr},
 };
 
 struct TypeName {
@@ -120,7 +122,7 @@ bool parseSize(const char* text, size_t* out) {
                "usage: %s [collective | --all] [--ranks N] [-b minbytes] [-e maxbytes] [-f stepfactor]\n"
                "          [-n iters] [-w warmup_iters] [-c 0|1] [-d datatype] [-o op] [-r root]\n"
                "  collective          all_reduce (default), broadcast, reduce, all_gather, reduce_scatter,\n"
-               "                      alltoall, sendrecv; --all runs each in turn\n"
+               "                      alltoall, sendrecv, barrier (one row, size 0); --all runs each in turn\n"
                "  --ranks N           fork N local ranks (else join the launcher's job: mpirun/srun, or RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT)\n"
                "  --bind              with --ranks: pin rank r to cpu r*C/N of the C in the affinity mask (consecutive\n"
                "                      ranks share a cpu), as mpirun --bind-to core pins its ranks\n"
@@ -224,7 +226,7 @@ Options parseOptions(int argc, char** argv) {
 
 // "hd/2": the algorithm strata runs this row with, and its channels.
 std::string algorithmOf(strata_comm_t comm, const CollInfo& coll, size_t count, strata_datatype_t datatype) {
-  if (!coll.apiName) return "p2p";
+  if (!coll.apiName) return coll.sizeless() ? "-" : "p2p";
   char name[32];
   int channels = 0;
   if (strata_comm_algorithm(comm, coll.apiName, count, datatype, name, sizeof(name), &channels) != STRATA_SUCCESS)
@@ -383,6 +385,8 @@ strata_result_t issue(const Call& c, void* send, void* recv, bool inPlace, const
       strata_recv(recv, c.count, o.datatype, prev, comm);
       return strata_group_end();
     }
+    case Kind::Barrier:
+      return req ? strata_ibarrier(comm, req) : strata_barrier(comm);
   }
   return STRATA_ERR_INVALID_ARGUMENT;
 }
@@ -468,6 +472,8 @@ long checkCall(const Call& c, void* send, void* recv, bool inPlace, const Option
     case Kind::SendRecv:
       for (size_t i = 0; i < c.count; ++i) expect(i, inputValue((c.rank + c.nranks - 1) % c.nranks, i, o.op));
       break;
+    case Kind::Barrier:  // nothing to compare; a failed call fails the run
+      break;
   }
   must(strata_allreduce(&wrong, &wrong, 1, STRATA_FLOAT64, STRATA_SUM, comm), comm, "allreduce(sum)");
   return static_cast<long>(wrong);
@@ -535,9 +541,9 @@ int runCollective(const CollInfo& coll, const Options& o, strata_comm_t comm, vo
   // -b 0 would never grow; start at one byte (rows under one element are skipped).
   for (double size = static_cast<double>(std::max<size_t>(o.minBytes, 1)); size <= static_cast<double>(o.maxBytes);
        size *= o.stepFactor) {
-    size_t count = static_cast<size_t>(size) / elem;
+    size_t count = coll.sizeless() ? 0 : static_cast<size_t>(size) / elem;
     if (coll.perRankBlocks()) count = count / nranks * nranks;
-    if (count == 0) continue;
+    if (count == 0 && !coll.sizeless()) continue;
     Call c{&coll, count, coll.perRankBlocks() ? count / nranks : count, rank, nranks};
     const size_t bytes = count * elem;
     fillInputs(c, send, recv, false, o);
@@ -572,6 +578,7 @@ int runCollective(const CollInfo& coll, const Options& o, strata_comm_t comm, vo
       std::printf("\n");
       std::fflush(stdout);
     }
+    if (coll.sizeless()) break;
   }
   if (rank == 0) {
     std::printf("# Out of bounds values : %ld %s\n", totalWrong, totalWrong ? "FAILED" : "OK");
