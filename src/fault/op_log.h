@@ -6,9 +6,10 @@
 // that ends a stream-ordered operation (doneOffThread); read by another
 // thread (the control plane's, answering a stall report) through atomics
 // alone, so that a rank stuck in its own code, or in a call, still answers.
-// Each slot is a sequence lock: the writer zeroes its key (seq, group),
-// fences, writes the fields and stores the key; the reader keeps a slot only
-// if the key reads the same before and after its fields. The fences are no
+// Each slot is a sequence lock: the writer zeroes its key (a collective's
+// seq, a message's write number), fences, writes the fields and stores the
+// key; the reader keeps a slot only if the key reads the same before and
+// after its fields. The fences are no
 // instructions on x86-64, whose stores stay in order anyway; aarch64's do
 // not, and without them a reader could take new fields under an old key.
 // Sends and receives are logged apart, each with its peer: collectives carry
@@ -86,21 +87,30 @@ class OpLog {
   // A group of sends and receives (one, or those of a strata_group): its
   // id, then each of its messages.
   uint64_t p2pGroup() { return ++p2pGroups_; }
+  // The key is the write's own number, not the group: a group may hold more
+  // messages than there are slots, and one of its messages rewriting
+  // another's slot must change the key.
   void p2pIssued(uint64_t group, int peer, uint64_t bytes, bool send) {
-    P2pSlot& s = p2p_[p2pNext_++ % OpSnapshot::kRecentP2p];
-    s.group.store(0, std::memory_order_relaxed);
+    const uint64_t write = p2pNext_++;
+    P2pSlot& s = p2p_[write % OpSnapshot::kRecentP2p];
+    s.key.store(0, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
+    s.group.store(group, std::memory_order_relaxed);
     s.peer.store(peer, std::memory_order_relaxed);
     s.bytes.store(bytes, std::memory_order_relaxed);
     s.send.store(send, std::memory_order_relaxed);
-    s.done.store(false, std::memory_order_relaxed);
+    s.doneGroup.store(0, std::memory_order_relaxed);
     s.issuedAt.store(coarseNow(), std::memory_order_relaxed);
-    s.group.store(group, std::memory_order_release);
+    s.key.store(write + 1, std::memory_order_release);
   }
+  // May run on a progress thread while the caller's thread issues: a slot
+  // found holding `group` may hold another message by the time of the
+  // store, so the store names the group, and a message counts as done only
+  // where it names the message's own.
   void p2pDone(uint64_t group) {
     if (group == 0) return;
     for (P2pSlot& s : p2p_)
-      if (s.group.load(std::memory_order_relaxed) == group) s.done.store(true, std::memory_order_release);
+      if (s.group.load(std::memory_order_relaxed) == group) s.doneGroup.store(group, std::memory_order_release);
   }
 
   OpSnapshot snapshot(int rank) const {
@@ -125,14 +135,15 @@ class OpLog {
     const uint64_t next = p2pNext_;  // read racily: at worst a message shows in the wrong place
     for (int k = 0; k < OpSnapshot::kRecentP2p; ++k) {
       const P2pSlot& s = p2p_[(next + k) % OpSnapshot::kRecentP2p];
-      const uint64_t group = s.group.load(std::memory_order_acquire);
-      if (group == 0) continue;
+      const uint64_t key = s.key.load(std::memory_order_acquire);
+      if (key == 0) continue;
+      const uint64_t group = s.group.load(std::memory_order_relaxed);
       const OpSnapshot::P2p msg{group, s.bytes.load(std::memory_order_relaxed), s.peer.load(std::memory_order_relaxed),
                                 s.send.load(std::memory_order_relaxed),
                                 static_cast<float>(now - s.issuedAt.load(std::memory_order_relaxed)),
-                                s.done.load(std::memory_order_acquire)};
+                                s.doneGroup.load(std::memory_order_acquire) == group};
       std::atomic_thread_fence(std::memory_order_acquire);
-      if (s.group.load(std::memory_order_relaxed) != group) continue;  // rewritten while read
+      if (s.key.load(std::memory_order_relaxed) != key || group == 0) continue;  // rewritten while read
       out.p2p[k] = msg;
     }
     return out;
@@ -145,11 +156,12 @@ class OpLog {
     std::atomic<double> issuedAt{0};
   };
   struct P2pSlot {
+    std::atomic<uint64_t> key{0};  // 1 + the write's number; 0: being written or never
     std::atomic<uint64_t> group{0};
     std::atomic<uint64_t> bytes{0};
     std::atomic<int32_t> peer{0};
     std::atomic<bool> send{false};
-    std::atomic<bool> done{false};
+    std::atomic<uint64_t> doneGroup{0};  // the group p2pDone last named here
     std::atomic<double> issuedAt{0};
   };
   Slot slots_[OpSnapshot::kRecent];
