@@ -1,12 +1,16 @@
 // One rank of a job that may mix machines: started from torchrun's variables
 // (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), it allreduces inputs in each
-// floating datatype and int32 with every op, checks each result against a
-// double-precision reference computed here from every rank's inputs, and
-// checks that every rank holds the same bits (each result's hash, allgathered). Ranks built for
-// different CPUs (x86-64 with AVX-512, aarch64 with the portable kernels;
-// mixed_job.py starts them) reduce different parts of each buffer with their
-// own kernels, so their results agree bit for bit only if the kernels do.
-// Prints one line per failed check, then a summary; exits 1 on any failure.
+// floating datatype (sum, prod, min, max, avg) and int32 (sum, min, max),
+// checks each result against a double-precision reference computed here from
+// every rank's inputs, and checks that every rank holds the same bits (each
+// result's hash, allgathered). Ranks built for different CPUs (x86-64 with
+// AVX-512, aarch64 with the portable kernels; mixed_job.py starts them) fold
+// with their own kernels: under the one-shot algorithm (the smallest count)
+// and recursive doubling (STRATA_ALGO=rd, a pass of mixed_job.py) every rank
+// folds every element itself, so their results agree bit for bit only if the
+// kernels do; under the others each element is folded once, by one rank's
+// kernel, and checked against the reference. Prints the algorithms used, one
+// line per failed check, then a summary; exits 1 on any failure.
 #include <sys/utsname.h>
 
 #include <cmath>
@@ -80,8 +84,10 @@ double load(const void* buf, size_t i, strata_datatype_t t) {
 
 // How far a result may be from the exact value, relative to the sum of the
 // magnitudes that went into it: each of the nranks - 1 additions (and the
-// average's division) rounds once in the type's precision.
-double tolerance(strata_datatype_t t, int nranks) {
+// average's division) rounds once in the type's precision. min and max
+// round nothing: they must give one of the inputs exactly.
+double tolerance(strata_datatype_t t, strata_op_t op, int nranks) {
+  if (op == STRATA_MIN || op == STRATA_MAX) return 0;
   const double ulp = t == STRATA_FLOAT16 ? std::ldexp(1, -10)
                    : t == STRATA_BFLOAT16 ? std::ldexp(1, -7)
                    : t == STRATA_FLOAT32 ? std::ldexp(1, -23)
@@ -117,6 +123,16 @@ int main() {
   // A one-cache-line message, a few slots' worth and more than a ring's
   // chunk per rank, each with an odd tail.
   const size_t counts[] = {7, 65539, 1000003};
+  if (rank == 0) {
+    std::printf("rank 0: float32 allreduce algorithms:");
+    for (size_t count : counts) {
+      char name[32] = "?";
+      int channels = 0;
+      strata_comm_algorithm(comm, "allreduce", count, STRATA_FLOAT32, name, sizeof(name), &channels);
+      std::printf(" %zu -> %s", count, name);
+    }
+    std::printf("\n");
+  }
   int checks = 0, failures = 0;
   for (size_t ti = 0; ti < 5; ++ti) {
     for (size_t oi = 0; oi < 5; ++oi) {
@@ -151,7 +167,7 @@ int main() {
           if (op == STRATA_AVG) want /= nranks, magnitude /= nranks;
           if (op == STRATA_PROD) magnitude = std::fabs(want) * nranks;
           const double got = load(buf.data(), i, t);
-          if (std::fabs(got - want) > tolerance(t, nranks) * magnitude) {
+          if (std::fabs(got - want) > tolerance(t, op, nranks) * magnitude) {
             if (wrong++ == 0) first = i, got0 = got, want0 = want;
           }
         }
