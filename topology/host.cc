@@ -130,6 +130,7 @@ void sanitizeWire(HostInfo* h) {
   h->nic[sizeof(h->nic) - 1] = '\0';
   h->rdma[sizeof(h->rdma) - 1] = '\0';
   h->gpu[sizeof(h->gpu) - 1] = '\0';
+  h->transports[sizeof(h->transports) - 1] = '\0';
 }
 
 std::string gpuKey(const HostInfo& h) { return std::string(h.gpu, strnlen(h.gpu, kBusIdBytes)); }

@@ -51,6 +51,10 @@ struct HostInfo {
   // The PCI bus id ("0000:3b:00.0") of the rank's GPU: STRATA_TOPO_GPU, else
   // its CUDA device's; empty without one.
   char gpu[kBusIdBytes];
+  // The transports built into the rank's library, space-separated ("shm ib
+  // tcp"; makeTransports fills it): ranks built alike or not (with and
+  // without ucx, for two CPUs) use only those every rank has.
+  char transports[32];
 };
 
 // `device`: the rank's CUDA device (the communicator's; -1 none).

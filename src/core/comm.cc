@@ -90,6 +90,9 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
   transports_ = makeTransports(&self);
   STRATA_CHECK(boot::Bootstrap::create(bootConfig, self, &bootstrap_));
   if (params::check() != 0) compareFingerprints();
+  std::vector<std::string> dropped;
+  STRATA_CHECK(keepCommonTransports(bootstrap_->hosts(), rank_, config_.transport, &transports_, &dropped));
+  for (const std::string& line : dropped) STRATA_WARN(INIT, "%s", line.c_str());
 
   const auto& hosts = bootstrap_->hosts();
   const auto shares = topo::hostShares(hosts);

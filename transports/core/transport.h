@@ -74,8 +74,18 @@ class Transport {
 };
 
 // Every transport built into this library, in order of preference, each
-// having described itself into `self`.
+// having described itself into `self`, their names in self->transports.
 std::vector<std::unique_ptr<Transport>> makeTransports(topo::HostInfo* self);
+
+// Drops from `transports` those that some rank's library lacks (`hosts`:
+// every rank's, from the bootstrap), so that every rank connects the same
+// transports in the same order: a transport's connect is a collective step,
+// and ranks that disagree would wait for each other until the timeout.
+// `dropped` gets a line per dropped transport, naming a rank without it, on
+// the lowest rank (`rank`) that has it, so that a job says so once. Fails
+// where `forced` (STRATA_TRANSPORT) is one of them.
+Status keepCommonTransports(const std::vector<topo::HostInfo>& hosts, int rank, const std::string& forced,
+                            std::vector<std::unique_ptr<Transport>>* transports, std::vector<std::string>* dropped);
 
 // Index into `transports` of the one that connects a to b: the first that
 // can, only `forced` if that is not empty; -1 if none. Symmetric, so both
