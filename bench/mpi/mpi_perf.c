@@ -232,8 +232,9 @@ int main(int argc, char** argv) {
   double bus_sum = 0;
   long total_wrong = 0;
   int rows = 0;
-  for (double size = o.min_bytes ? (double)o.min_bytes : 1; size <= (double)o.max_bytes; size *= o.step_factor) {
-    const int sizeless = o.coll == BARRIER;
+  const int sizeless = o.coll == BARRIER; /* the first row alone */
+  const double first = o.min_bytes ? (double)o.min_bytes : 1, last = sizeless ? first : (double)o.max_bytes;
+  for (double size = first; size <= last; size *= o.step_factor) {
     int count = sizeless ? 0 : (int)((size_t)size / sizeof(float));
     if (per_rank) count = count / nranks * nranks;
     if (count == 0 && !sizeless) continue;
@@ -267,7 +268,6 @@ int main(int argc, char** argv) {
         printf(" %9.*f %7.2f %7.2f %6s\n", t_in < 1e-6 ? 3 : 2, t_in * 1e6, alg_in, alg_in * bus_factor, w_in);
       fflush(stdout);
     }
-    if (sizeless) break;
   }
   if (rank == 0) {
     printf("# Out of bounds values : %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");

@@ -538,9 +538,11 @@ int runCollective(const CollInfo& coll, const Options& o, strata_comm_t comm, vo
   int rows = 0;
   const double busFactor = coll.busFactor(nranks);
   const bool rooted = coll.kind == Kind::Broadcast || coll.kind == Kind::Reduce;
-  // -b 0 would never grow; start at one byte (rows under one element are skipped).
-  for (double size = static_cast<double>(std::max<size_t>(o.minBytes, 1)); size <= static_cast<double>(o.maxBytes);
-       size *= o.stepFactor) {
+  // -b 0 would never grow; start at one byte (rows under one element are
+  // skipped). A sizeless collective has the first row alone.
+  const double first = static_cast<double>(std::max<size_t>(o.minBytes, 1));
+  const double last = coll.sizeless() ? first : static_cast<double>(o.maxBytes);
+  for (double size = first; size <= last; size *= o.stepFactor) {
     size_t count = coll.sizeless() ? 0 : static_cast<size_t>(size) / elem;
     if (coll.perRankBlocks()) count = count / nranks * nranks;
     if (count == 0 && !coll.sizeless()) continue;
@@ -578,7 +580,6 @@ int runCollective(const CollInfo& coll, const Options& o, strata_comm_t comm, vo
       std::printf("\n");
       std::fflush(stdout);
     }
-    if (coll.sizeless()) break;
   }
   if (rank == 0) {
     std::printf("# Out of bounds values : %ld %s\n", totalWrong, totalWrong ? "FAILED" : "OK");
