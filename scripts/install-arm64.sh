@@ -3,9 +3,9 @@
 # Debian 12 host, from Debian's packages: the cross compiler, the arm64
 # (multiarch) -dev packages strata links, and qemu-user registered with
 # binfmt_misc, so that aarch64 programs, and the programs they start, run
-# here. Does nothing when all is in place. Exits 2, saying why, where the
+# here. Does nothing when all is in place. Exits 77, saying why, where the
 # kernel offers no binfmt_misc (a container without it): no aarch64 program
-# can run there.
+# can run there. Any other failure exits non-zero, never 77.
 set -euo pipefail
 
 SUDO=""
@@ -32,10 +32,10 @@ binfmt=/proc/sys/fs/binfmt_misc
 [ -e "$binfmt/register" ] || $SUDO mount -t binfmt_misc binfmt_misc "$binfmt" 2>/dev/null || true
 if [ ! -e "$binfmt/register" ]; then
   echo "no binfmt_misc in this kernel or container: aarch64 programs cannot run here" >&2
-  exit 2
+  exit 77
 fi
 [ -e "$binfmt/qemu-aarch64" ] || $SUDO update-binfmts --enable qemu-aarch64 || true
 if [ ! -e "$binfmt/qemu-aarch64" ]; then
   echo "qemu-aarch64 is not registered with binfmt_misc (update-binfmts --enable qemu-aarch64 failed)" >&2
-  exit 2
+  exit 1
 fi
