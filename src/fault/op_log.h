@@ -9,9 +9,9 @@
 // Each slot is a sequence lock: the writer zeroes its key (a collective's
 // seq, a message's write number), fences, writes the fields and stores the
 // key; the reader keeps a slot only if the key reads the same before and
-// after its fields. The fences are no
-// instructions on x86-64, whose stores stay in order anyway; aarch64's do
-// not, and without them a reader could take new fields under an old key.
+// after its fields. The fences are no instructions on x86-64, whose stores
+// stay in order anyway; aarch64's do not, and without them a reader could
+// take new fields under an old key.
 // Sends and receives are logged apart, each with its peer: collectives carry
 // the order every rank must follow, sends and receives only their pairs'.
 #pragma once

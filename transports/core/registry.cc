@@ -52,9 +52,9 @@ Status keepCommonTransports(const std::vector<topo::HostInfo>& hosts, int rank, 
       return STRATA_ERROR(STRATA_ERR_INVALID_USAGE,
                           "STRATA_TRANSPORT=%s, but rank %d's library (on %s) is built without it (it has: %s)",
                           forced.c_str(), without, h.hostname, has.c_str());
-    int first = 0;
-    while (!lists(hosts[first], name)) ++first;
-    if (first == rank)
+    size_t first = 0;  // the lowest rank that has it says so
+    while (first < hosts.size() && !lists(hosts[first], name)) ++first;
+    if (first == static_cast<size_t>(rank))
       dropped->push_back(name + " is not built into rank " + std::to_string(without) + "'s library (on " +
                          h.hostname + "; it has: " + has + "), so no rank uses it");
     t = transports->erase(t);
