@@ -7,7 +7,8 @@ packages=(
   meson ninja-build g++ pkg-config python3      # build
   libgtest-dev libgmock-dev                     # tests
   libbenchmark-dev                              # kernel microbenchmarks
-  libopenmpi-dev openmpi-bin                    # bench/compare's MPI reference
+  libopenmpi-dev openmpi-bin                    # bench/compare's MPI references: Open MPI,
+  libmpich-dev mpich                            # and MPICH (Open MPI stays the default mpirun)
   libpmix-dev                                   # strata_comm_init_world under mpirun / srun
   libhwloc-dev hwloc                            # topology probe (packages, NUMA, NICs); lstopo
   python3-numpy                                 # Python bindings' tests

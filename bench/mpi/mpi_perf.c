@@ -1,8 +1,10 @@
-/* mpi-perf: Open MPI's collectives timed exactly as strata-perf times
+/* mpi-perf: an MPI library's collectives timed exactly as strata-perf times
  * strata's (same flags subset, sizes, rows, columns, busbw factors and
- * footer), so bench/compare can put the two side by side.
+ * footer), so bench/compare can put them side by side. Built once per
+ * library: mpi-perf (Open MPI), mpi-perf-mpich (MPICH).
  *
  *   mpirun -np 2 mpi-perf [all_reduce|all_gather|reduce_scatter|broadcast|barrier] -b 8 -e 256M ...
+ *   mpiexec.mpich -n 2 mpi-perf-mpich ...
  *
  * Per size: warm-up calls, a barrier, the timed calls (the mean per call,
  * maximum over ranks, is the reported time), then one checked call outside
@@ -213,8 +215,14 @@ int main(int argc, char** argv) {
     gethostname(host, sizeof(host) - 1);
     int version = 0, subversion = 0;
     MPI_Get_version(&version, &subversion);
-    printf("# mpi-perf: %s (MPI %d.%d), %d ranks, host %s, pid %d\n#\n", coll_names[o.coll], version,
-           subversion, nranks, host, (int)getpid());
+    /* The library's own words, first line only: Open MPI's and MPICH's
+     * both begin with their name and release. */
+    char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int library_len = 0;
+    MPI_Get_library_version(library, &library_len);
+    library[strcspn(library, "\n")] = '\0';
+    printf("# mpi-perf: %s (MPI %d.%d), %d ranks, host %s, pid %d\n# library: %s\n#\n", coll_names[o.coll],
+           version, subversion, nranks, host, (int)getpid(), library);
     printf("# %10s %12s %8s %6s %5s   %s   %s\n", "", "", "", "", "", "               out-of-place",
            "                in-place");
     printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s\n", "size", "count", "type", "redop", "root",
