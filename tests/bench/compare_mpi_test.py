@@ -34,12 +34,14 @@ def compare_run(*extra):
 
 
 def raw_tables(text):
-    """[(program line, {size: time_us})] for each raw table, in order: a
-    table starts at its '# strata-perf:' or '# mpi-perf:' line."""
+    """[[program and library lines, {size: time_us}]] for each raw table, in
+    order: a table starts at its '# strata-perf:' or '# mpi-perf:' line."""
     tables = []
     for line in text.splitlines():
         if line.startswith("# strata-perf:") or line.startswith("# mpi-perf:"):
-            tables.append((line, {}))
+            tables.append([line, {}])
+        elif line.startswith("# library:") and tables:
+            tables[-1][0] += line
         elif tables and not line.startswith("#") and len(line.split()) >= 13 and line.split()[0].isdigit():
             fields = line.split()
             tables[-1][1][int(fields[0])] = fields[5]
@@ -70,8 +72,8 @@ check(out.count("# Out of bounds values : 0 OK") == 6,  # 3 programs x 2 sweeps 
       "not every program checked its results clean:\n" + out[-3000:])
 tables = raw_tables(out)
 strata = {k: v for line, t in tables if "strata-perf" in line for k, v in t.items()}
-ompi = {k: v for line, t in tables if "MPI 3.1" in line for k, v in t.items()}
-mpich = {k: v for line, t in tables if "MPI 4.0" in line for k, v in t.items()}
+ompi = {k: v for line, t in tables if "library: Open MPI" in line for k, v in t.items()}
+mpich = {k: v for line, t in tables if "library: MPICH" in line for k, v in t.items()}
 header, rows = median_table(out)
 check(header == ["size(B)", "strata(us)", "ompi(us)", "time_x", "mpich(us)", "time_x", "strata", "busbw",
                  "ompi", "busbw", "mpich", "busbw", "%limit"] or
