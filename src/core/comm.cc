@@ -26,11 +26,7 @@ namespace {
 
 // How long a stall report may spend asking the ranks: a dead host or link
 // answers nothing, and the report holds its timeout's error up meanwhile.
-// Half the timeout, from 0.5 to 2 s: a live rank starved of its core still
-// gets to answer (3 ranks on 2 cores under TSan, beside other tests: two
-// live ranks once missed 0.5 s), and where the timeout is long, 2 s more
-// for the report is little.
-double stallReportSeconds(double timeout) { return std::clamp(timeout / 2, 0.5, 2.0); }
+constexpr double kStallReportSeconds = 0.5;
 // Every rank that times out asks every other: past this many ranks that is
 // a storm of connections, and a timeout's report is left to strata_comm_dump.
 constexpr int kStallReportMaxRanks = 512;
@@ -167,7 +163,7 @@ Status Comm::init(const boot::BootstrapConfig& bootConfig, const CommOverrides& 
       opLog_, &control_));
   fault::dumpOnSignal(this, [this] {
     STRATA_WARN(COLL, "stall report, rank %d of %d:\n%s", rank_, nranks_,
-                stallReport(true, nowSeconds() + stallReportSeconds(config_.timeoutSeconds)).c_str());
+                stallReport(true, nowSeconds() + kStallReportSeconds).c_str());
   });
   STRATA_INFO(INIT, "rank %d of %d: %d ranks on this machine's %d cores (%d in its own mask), %d channels, "
               "%lld threads, spin %lld, %lld slots x %lld bytes, reduce isa %s",
@@ -961,7 +957,7 @@ void Comm::fail(const Status& why) {
   // stands. Asked before the failure is set, while peers still answer.
   std::string report;
   if (why.code() == STRATA_ERR_TIMEOUT && control_ && nranks_ <= kStallReportMaxRanks) {
-    report = stallReport(true, nowSeconds() + stallReportSeconds(config_.timeoutSeconds));
+    report = stallReport(true, nowSeconds() + kStallReportSeconds);
     STRATA_WARN(COLL, "stall report, rank %d of %d:\n%s", rank_, nranks_, report.c_str());
     report = " Stall report: " + report.substr(0, report.find('\n'));
   }

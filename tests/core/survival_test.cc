@@ -308,8 +308,7 @@ TEST(Grow, NewProcessJoinsAfterAShrink) {
 // A rank that stays in its own code (asleep) while the others start the
 // next collective: their timeout's message carries the stall report's
 // summary, which names it and what it last completed. Rank 0, the
-// bootstrap root, as the sleeper too. A 4 s timeout gives the report 2 s
-// to reach the ranks (stallReportSeconds), and the sleeper outlasts both.
+// bootstrap root, as the sleeper too.
 class SleeperStalls : public ::testing::TestWithParam<int> {};
 
 TEST_P(SleeperStalls, TimeoutReportNamesIt) {
@@ -319,7 +318,7 @@ TEST_P(SleeperStalls, TimeoutReportNamesIt) {
     strata_comm_t comm = joinWithOneAllreduce(rank, n, id, buf, rep);
     if (!comm) return;
     if (rank == sleeper) {
-      std::this_thread::sleep_for(std::chrono::seconds(8));
+      std::this_thread::sleep_for(std::chrono::seconds(4));
       strata_comm_destroy(comm);
       return;
     }
@@ -342,7 +341,7 @@ TEST_P(SleeperStalls, TimeoutReportNamesIt) {
       rep.fail("second allreduce ended with %s: %s", strata_result_string(rc), text.c_str());
     }
     strata_comm_destroy(comm);
-  }, {{"STRATA_TIMEOUT", "4"}});
+  }, {{"STRATA_TIMEOUT", "1.5"}});
   expectAllPassed(outcomes);
   int timeouts = 0;
   for (const auto& o : outcomes) timeouts += o.values.count("timeouts") ? o.values.at("timeouts") : 0;
