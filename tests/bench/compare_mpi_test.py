@@ -75,10 +75,9 @@ strata = {k: v for line, t in tables if "strata-perf" in line for k, v in t.item
 ompi = {k: v for line, t in tables if "library: Open MPI" in line for k, v in t.items()}
 mpich = {k: v for line, t in tables if "library: MPICH" in line for k, v in t.items()}
 header, rows = median_table(out)
-check(header == ["size(B)", "strata(us)", "ompi(us)", "time_x", "mpich(us)", "time_x", "strata", "busbw",
-                 "ompi", "busbw", "mpich", "busbw", "%limit"] or
-      header == ["size(B)", "strata(us)", "ompi(us)", "time_x", "mpich(us)", "time_x", "strata", "busbw",
-                 "ompi", "busbw", "mpich", "busbw"],
+columns = ["size(B)", "strata(us)", "ompi(us)", "time_x", "mpich(us)", "time_x", "strata", "busbw",
+           "ompi", "busbw", "mpich", "busbw"]
+check(header is not None and header[:len(columns)] == columns and header[len(columns):] in ([], ["%limit"]),
       "median table header: %r" % (header,))
 check([int(row[0]) for row in rows] == [8, 1024, 131072] and sorted(strata) == [8, 1024, 131072],
       "sizes: table %r, strata-perf %r" % ([row[0] for row in rows], sorted(strata)))
